@@ -1,0 +1,130 @@
+package wire
+
+import "fmt"
+
+// OpCode says what an Op does.
+type OpCode uint8
+
+// The operations a batch may carry. Zero is deliberately not an op, so an
+// uninitialised Op is rejected rather than read as a get.
+const (
+	OpGet    OpCode = 1 // read Key; the result carries its value
+	OpPut    OpCode = 2 // set Key to Value
+	OpDelete OpCode = 3 // remove Key; deleting a missing key is OK
+)
+
+// String names the op code for logs and errors.
+func (c OpCode) String() string {
+	switch c {
+	case OpGet:
+		return "get"
+	case OpPut:
+		return "put"
+	case OpDelete:
+		return "delete"
+	default:
+		return fmt.Sprintf("op(%d)", uint8(c))
+	}
+}
+
+// Op is one operation of a batch. Value is used by OpPut only.
+type Op struct {
+	Code  OpCode
+	Key   string
+	Value string
+}
+
+// Status is the outcome of one op, or of a whole batch.
+type Status uint8
+
+// Statuses. Anything but StatusOK and StatusNotFound means the op was not
+// applied.
+const (
+	StatusOK        Status = 0 // applied; for a get, the key was present
+	StatusNotFound  Status = 1 // a get of a key that is not present
+	StatusBadOp     Status = 2 // unknown op code; not applied
+	StatusBadKey    Status = 3 // empty key; not applied
+	StatusTooLarge  Status = 4 // key, value or batch over the limits; not applied
+	StatusWrongRing Status = 5 // the server's ring differs from the sender's and it could not forward
+	StatusUnavail   Status = 6 // the owner of the key could not be reached; not applied
+)
+
+// String names the status for logs and errors.
+func (s Status) String() string {
+	switch s {
+	case StatusOK:
+		return "ok"
+	case StatusNotFound:
+		return "not found"
+	case StatusBadOp:
+		return "unknown op code"
+	case StatusBadKey:
+		return "empty key"
+	case StatusTooLarge:
+		return "too large"
+	case StatusWrongRing:
+		return "wrong ring"
+	case StatusUnavail:
+		return "owner unavailable"
+	default:
+		return fmt.Sprintf("status(%d)", uint8(s))
+	}
+}
+
+// Applied reports whether an op with this status took effect (or, for a
+// get, was answered).
+func (s Status) Applied() bool { return s == StatusOK || s == StatusNotFound }
+
+// Result is the outcome of one op. Value is set for a get with StatusOK.
+type Result struct {
+	Status Status
+	Value  string
+}
+
+// BatchArgs is the request of KVService.BatchOp.
+type BatchArgs struct {
+	// RingID identifies the ring the sender routed the batch with (see
+	// ring.Ring.ID). When it equals the server's own, the server trusts the
+	// routing and applies every op locally; otherwise (zero included) it
+	// checks each key and forwards ops that other servers own.
+	RingID uint64
+	// Ops are applied in order.
+	Ops []Op
+}
+
+// BatchReply is the reply of KVService.BatchOp.
+type BatchReply struct {
+	// Status is StatusOK when the ops were processed, in which case Results
+	// has one entry per op. Otherwise the whole batch was rejected, nothing
+	// was applied, Results is empty and Err says why.
+	Status  Status
+	Err     string
+	Results []Result
+}
+
+// Limits bound what one request may carry. Both sides enforce them.
+const (
+	// MaxKeyBytes is the longest key accepted.
+	MaxKeyBytes = 4 << 10
+	// MaxValueBytes is the longest value accepted.
+	MaxValueBytes = 1 << 20
+	// MaxBatchOps is the most ops one batch may carry.
+	MaxBatchOps = 1 << 16
+	// MaxFrameBytes is the largest encoded request or reply frame. A batch
+	// whose encoding is larger is rejected whole.
+	MaxFrameBytes = 64 << 20
+)
+
+// Check returns the status an op gets before it is applied: StatusOK when
+// it is well formed and within the limits.
+func (op *Op) Check() Status {
+	switch {
+	case op.Code < OpGet || op.Code > OpDelete:
+		return StatusBadOp
+	case op.Key == "":
+		return StatusBadKey
+	case len(op.Key) > MaxKeyBytes, len(op.Value) > MaxValueBytes:
+		return StatusTooLarge
+	}
+	return StatusOK
+}

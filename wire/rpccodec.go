@@ -1,0 +1,276 @@
+package wire
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/rpc"
+	"time"
+)
+
+// Preamble opens every connection that speaks the binary codec. A server
+// that shares its port with HTTP tells the two apart by these bytes.
+const Preamble = "BATCHKV1"
+
+// Framing of the binary codec. Every frame starts with its length (u32,
+// bytes after the length field), then:
+//
+//	request:  seq u64 | method u8 | body
+//	response: seq u64 | errLen u32 | err | body (only when errLen is 0)
+const (
+	reqHeaderBytes  = 8 + 1
+	respHeaderBytes = 8 + 4
+)
+
+// Method numbers of the binary codec. net/rpc names methods by string; the
+// codec sends a byte instead.
+const (
+	methodBatchOp = 1
+)
+
+// BatchOpMethod is the net/rpc name of the batch RPC.
+const BatchOpMethod = "KVService.BatchOp"
+
+func methodName(id byte) string {
+	if id == methodBatchOp {
+		return BatchOpMethod
+	}
+	return fmt.Sprintf("KVService.unknown%d", id)
+}
+
+// ErrFrameTooLarge is returned (wrapped) for a frame over MaxFrameBytes.
+var ErrFrameTooLarge = errors.New("wire: frame too large")
+
+// ServerCodec is an rpc.ServerCodec for the binary protocol. net/rpc calls
+// ReadRequestHeader and ReadRequestBody from one goroutine and
+// WriteResponse under its own sending lock, which is what makes the reused
+// buffers below safe.
+type ServerCodec struct {
+	conn         net.Conn
+	r            *bufio.Reader
+	w            *bufio.Writer
+	frameTimeout time.Duration
+
+	bodyLen  int    // body bytes of the frame whose header was just read
+	tooLarge bool   // that frame is over the limit: discard its body
+	in       []byte // reused body buffer; read side only
+	out      []byte // reused frame buffer; write side only
+}
+
+// NewServerCodec returns a codec over conn, whose preamble has already been
+// consumed. r, if not nil, is a reader over conn holding bytes already read
+// from it. Once the first byte of a frame arrives the rest must arrive
+// within frameTimeout, or the connection is closed; zero means no limit.
+func NewServerCodec(conn net.Conn, r *bufio.Reader, frameTimeout time.Duration) *ServerCodec {
+	if r == nil {
+		r = bufio.NewReaderSize(conn, 64<<10)
+	}
+	return &ServerCodec{conn: conn, r: r, w: bufio.NewWriterSize(conn, 64<<10), frameTimeout: frameTimeout}
+}
+
+// ReadRequestHeader implements rpc.ServerCodec.
+func (c *ServerCodec) ReadRequestHeader(req *rpc.Request) error {
+	// Wait for a frame without a deadline: an idle connection is fine.
+	if _, err := c.r.Peek(1); err != nil {
+		return err
+	}
+	if c.frameTimeout > 0 {
+		if err := c.conn.SetReadDeadline(time.Now().Add(c.frameTimeout)); err != nil {
+			return err
+		}
+	}
+	var hdr [4 + reqHeaderBytes]byte
+	if _, err := io.ReadFull(c.r, hdr[:]); err != nil {
+		return fmt.Errorf("wire: reading request header: %w", err)
+	}
+	n := binary.LittleEndian.Uint32(hdr[:4])
+	if n < reqHeaderBytes {
+		return fmt.Errorf("%w: frame length %d shorter than its header", ErrMalformed, n)
+	}
+	req.Seq = binary.LittleEndian.Uint64(hdr[4:12])
+	req.ServiceMethod = methodName(hdr[12])
+	c.bodyLen = int(n - reqHeaderBytes)
+	c.tooLarge = c.bodyLen > MaxFrameBytes
+	return nil
+}
+
+// ReadRequestBody implements rpc.ServerCodec. A body that does not decode
+// is consumed whole, so the stream stays in step and the error goes back to
+// the caller of that request only.
+func (c *ServerCodec) ReadRequestBody(x any) error {
+	defer c.clearDeadline()
+	if c.tooLarge || x == nil {
+		if _, err := io.CopyN(io.Discard, c.r, int64(c.bodyLen)); err != nil {
+			return fmt.Errorf("wire: discarding request body: %w", err)
+		}
+		if c.tooLarge {
+			return fmt.Errorf("%w: request of %d bytes, limit %d", ErrFrameTooLarge, c.bodyLen, MaxFrameBytes)
+		}
+		return nil
+	}
+	body, err := readBody(c.r, c.in, c.bodyLen)
+	c.in = keepSmall(body)
+	if err != nil {
+		return err
+	}
+	args, ok := x.(*BatchArgs)
+	if !ok {
+		return fmt.Errorf("wire: binary codec cannot decode %T", x)
+	}
+	return DecodeBatchArgs(body, args)
+}
+
+func (c *ServerCodec) clearDeadline() {
+	if c.frameTimeout > 0 {
+		_ = c.conn.SetReadDeadline(time.Time{})
+	}
+}
+
+// WriteResponse implements rpc.ServerCodec.
+func (c *ServerCodec) WriteResponse(resp *rpc.Response, x any) error {
+	out := append(c.out[:0], 0, 0, 0, 0)
+	out = binary.LittleEndian.AppendUint64(out, resp.Seq)
+	errAt := len(out)
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(resp.Error)))
+	out = append(out, resp.Error...)
+	if resp.Error == "" {
+		if rep, ok := x.(*BatchReply); ok {
+			out = AppendBatchReply(out, rep)
+		}
+	}
+	if len(out)-4 > MaxFrameBytes {
+		msg := fmt.Sprintf("wire: reply of %d bytes over the %d-byte limit", len(out)-4, MaxFrameBytes)
+		out = binary.LittleEndian.AppendUint32(out[:errAt], uint32(len(msg)))
+		out = append(out, msg...)
+	}
+	binary.LittleEndian.PutUint32(out[:4], uint32(len(out)-4))
+	c.out = keepSmall(out)
+	if _, err := c.w.Write(out); err != nil {
+		return err
+	}
+	return c.w.Flush()
+}
+
+// Close implements rpc.ServerCodec.
+func (c *ServerCodec) Close() error { return c.conn.Close() }
+
+// ClientCodec is an rpc.ClientCodec for the binary protocol.
+type ClientCodec struct {
+	conn    net.Conn
+	r       *bufio.Reader
+	w       *bufio.Writer
+	bodyLen int
+	in      []byte // read side only (net/rpc reads from one goroutine)
+	out     []byte // write side only (net/rpc writes under its lock)
+}
+
+// NewClientCodec writes the preamble to conn and returns a codec over it.
+func NewClientCodec(conn net.Conn) (*ClientCodec, error) {
+	if _, err := io.WriteString(conn, Preamble); err != nil {
+		return nil, fmt.Errorf("wire: writing preamble: %w", err)
+	}
+	return &ClientCodec{conn: conn, r: bufio.NewReaderSize(conn, 64<<10), w: bufio.NewWriterSize(conn, 64<<10)}, nil
+}
+
+// WriteRequest implements rpc.ClientCodec.
+func (c *ClientCodec) WriteRequest(req *rpc.Request, x any) error {
+	if req.ServiceMethod != BatchOpMethod {
+		return fmt.Errorf("wire: binary codec has no method %q", req.ServiceMethod)
+	}
+	args, ok := x.(*BatchArgs)
+	if !ok {
+		return fmt.Errorf("wire: binary codec cannot encode %T", x)
+	}
+	out := append(c.out[:0], 0, 0, 0, 0)
+	out = binary.LittleEndian.AppendUint64(out, req.Seq)
+	out = append(out, methodBatchOp)
+	out = AppendBatchArgs(out, args)
+	if len(out)-4-reqHeaderBytes > MaxFrameBytes {
+		return fmt.Errorf("%w: request of %d bytes, limit %d", ErrFrameTooLarge, len(out)-4-reqHeaderBytes, MaxFrameBytes)
+	}
+	binary.LittleEndian.PutUint32(out[:4], uint32(len(out)-4))
+	c.out = keepSmall(out)
+	if _, err := c.w.Write(out); err != nil {
+		return err
+	}
+	return c.w.Flush()
+}
+
+// ReadResponseHeader implements rpc.ClientCodec.
+func (c *ClientCodec) ReadResponseHeader(resp *rpc.Response) error {
+	var hdr [4 + respHeaderBytes]byte
+	if _, err := io.ReadFull(c.r, hdr[:]); err != nil {
+		return err
+	}
+	n := binary.LittleEndian.Uint32(hdr[:4])
+	errLen := binary.LittleEndian.Uint32(hdr[12:16])
+	if n < respHeaderBytes || uint64(n)-respHeaderBytes < uint64(errLen) || n-respHeaderBytes > MaxFrameBytes {
+		return fmt.Errorf("%w: response frame length %d, error length %d", ErrMalformed, n, errLen)
+	}
+	resp.Seq = binary.LittleEndian.Uint64(hdr[4:12])
+	resp.Error = ""
+	if errLen > 0 {
+		msg, err := readBody(c.r, nil, int(errLen))
+		if err != nil {
+			return err
+		}
+		resp.Error = string(msg)
+	}
+	c.bodyLen = int(n - respHeaderBytes - errLen)
+	return nil
+}
+
+// ReadResponseBody implements rpc.ClientCodec.
+func (c *ClientCodec) ReadResponseBody(x any) error {
+	if x == nil {
+		_, err := io.CopyN(io.Discard, c.r, int64(c.bodyLen))
+		return err
+	}
+	body, err := readBody(c.r, c.in, c.bodyLen)
+	c.in = keepSmall(body)
+	if err != nil {
+		return err
+	}
+	rep, ok := x.(*BatchReply)
+	if !ok {
+		return fmt.Errorf("wire: binary codec cannot decode %T", x)
+	}
+	return DecodeBatchReply(body, rep)
+}
+
+// Close implements rpc.ClientCodec.
+func (c *ClientCodec) Close() error { return c.conn.Close() }
+
+// readBody reads n bytes into buf (reused when large enough). It grows the
+// buffer only as bytes arrive, so a frame that announces a large length and
+// then stalls costs no more memory than it actually sent.
+func readBody(r io.Reader, buf []byte, n int) ([]byte, error) {
+	const step = 1 << 20
+	buf = buf[:0]
+	for len(buf) < n {
+		want := min(n, len(buf)+max(step, len(buf)))
+		if cap(buf) < want {
+			grown := make([]byte, len(buf), want)
+			copy(grown, buf)
+			buf = grown
+		}
+		m, err := io.ReadFull(r, buf[len(buf):want])
+		buf = buf[:len(buf)+m]
+		if err != nil {
+			return buf, fmt.Errorf("wire: reading %d-byte body: %w", n, err)
+		}
+	}
+	return buf, nil
+}
+
+// keepSmall returns buf for reuse unless it grew past what is worth keeping
+// for the life of a connection.
+func keepSmall(buf []byte) []byte {
+	if cap(buf) > 8<<20 {
+		return nil
+	}
+	return buf
+}
