@@ -54,10 +54,9 @@ type ServerCodec struct {
 	w            *bufio.Writer
 	frameTimeout time.Duration
 
-	bodyLen  int    // body bytes of the frame whose header was just read
-	tooLarge bool   // that frame is over the limit: discard its body
-	in       []byte // reused body buffer; read side only
-	out      []byte // reused frame buffer; write side only
+	bodyLen int    // body bytes of the frame whose header was just read
+	in      []byte // reused body buffer; read side only
+	out     []byte // reused frame buffer; write side only
 }
 
 // NewServerCodec returns a codec over conn, whose preamble has already been
@@ -90,30 +89,35 @@ func (c *ServerCodec) ReadRequestHeader(req *rpc.Request) error {
 	if n < reqHeaderBytes {
 		return fmt.Errorf("%w: frame length %d shorter than its header", ErrMalformed, n)
 	}
+	if n-reqHeaderBytes > MaxFrameBytes {
+		// Not worth reading: a client of ours checks before it sends.
+		return fmt.Errorf("%w: request of %d bytes, limit %d", ErrFrameTooLarge, n-reqHeaderBytes, MaxFrameBytes)
+	}
 	req.Seq = binary.LittleEndian.Uint64(hdr[4:12])
 	req.ServiceMethod = methodName(hdr[12])
 	c.bodyLen = int(n - reqHeaderBytes)
-	c.tooLarge = c.bodyLen > MaxFrameBytes
 	return nil
 }
 
 // ReadRequestBody implements rpc.ServerCodec. A body that does not decode
-// is consumed whole, so the stream stays in step and the error goes back to
-// the caller of that request only.
+// was still consumed whole, so the stream stays in step and the error goes
+// back to the caller of that request only. A body that does not arrive (the
+// connection broke, or stalled past the frame timeout) leaves the stream out
+// of step, and net/rpc would go on reading it, so the codec closes the
+// connection itself.
 func (c *ServerCodec) ReadRequestBody(x any) error {
 	defer c.clearDeadline()
-	if c.tooLarge || x == nil {
+	if x == nil { // net/rpc found no such method: skip the body
 		if _, err := io.CopyN(io.Discard, c.r, int64(c.bodyLen)); err != nil {
+			_ = c.conn.Close()
 			return fmt.Errorf("wire: discarding request body: %w", err)
-		}
-		if c.tooLarge {
-			return fmt.Errorf("%w: request of %d bytes, limit %d", ErrFrameTooLarge, c.bodyLen, MaxFrameBytes)
 		}
 		return nil
 	}
 	body, err := readBody(c.r, c.in, c.bodyLen)
 	c.in = keepSmall(body)
 	if err != nil {
+		_ = c.conn.Close()
 		return err
 	}
 	args, ok := x.(*BatchArgs)

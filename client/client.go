@@ -1,0 +1,290 @@
+// Package client is the Go client of the store. It routes each key to the
+// server that owns it (consistent hashing, package ring), batches ops, and
+// keeps several batches in flight over a few TCP connections per server.
+//
+//	c, err := client.New(client.Config{Servers: []string{"127.0.0.1:8080"}})
+//	defer c.Close()
+//	err = c.Put(ctx, "k", "v")
+//	v, err := c.Get(ctx, "k")
+//
+// Get, Put and Delete are safe to call from many goroutines: ops from
+// concurrent callers coalesce into one batch per server, sent when it is
+// full (Config.MaxBatchOps) or after Config.Linger. Callers that build their
+// own batches use Do, which splits a batch by owner and sends the parts to
+// their servers concurrently.
+//
+// If the client's server list differs from the servers' own (say it names
+// only one server of four), the first server to notice answers "wrong ring";
+// the client then sends every batch unrouted and lets the servers forward
+// each op to its owner, so a client that knows one host still sees the
+// whole store, one hop slower.
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/batchkv/batchkv/ring"
+	"github.com/batchkv/batchkv/wire"
+)
+
+// Config configures a Client. Zero fields take the defaults given.
+type Config struct {
+	// Servers are the servers' host:port addresses. Required. To route
+	// directly, list the same servers as the servers' -peers flag.
+	Servers []string
+	// VirtualNodes per server on the ring; must match the servers'. Zero
+	// means ring.DefaultVirtualNodes.
+	VirtualNodes int
+	// ConnsPerServer is the number of TCP connections to each server.
+	// Default 2.
+	ConnsPerServer int
+	// Codec is "binary" (default) or "gob" (net/rpc's own encoding over its
+	// HTTP transport; slower, kept for comparison).
+	Codec string
+	// DialTimeout bounds connecting to a server. Default 2s.
+	DialTimeout time.Duration
+	// MaxBatchOps is the size at which the auto-batcher of Get, Put and
+	// Delete sends a server's pending batch. Default 1024; at most
+	// wire.MaxBatchOps.
+	MaxBatchOps int
+	// Linger is how long the auto-batcher waits for more ops before sending
+	// a batch that is not full. Default 100µs.
+	Linger time.Duration
+	// MaxInFlight bounds the auto-batcher's batches in flight per server;
+	// when reached, further batches wait (flow control). Default 8.
+	MaxInFlight int
+	// BatchTimeout bounds one auto-batched RPC, whose ops may come from
+	// callers with different contexts. Default 10s.
+	BatchTimeout time.Duration
+}
+
+func (c *Config) validate() error {
+	if len(c.Servers) == 0 {
+		return errors.New("client: Config.Servers is empty")
+	}
+	if c.ConnsPerServer == 0 {
+		c.ConnsPerServer = 2
+	}
+	if c.DialTimeout == 0 {
+		c.DialTimeout = 2 * time.Second
+	}
+	if c.MaxBatchOps == 0 {
+		c.MaxBatchOps = 1024
+	}
+	if c.Linger == 0 {
+		c.Linger = 100 * time.Microsecond
+	}
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = 8
+	}
+	if c.BatchTimeout == 0 {
+		c.BatchTimeout = 10 * time.Second
+	}
+	switch {
+	case c.ConnsPerServer < 0, c.MaxInFlight < 0, c.DialTimeout < 0, c.Linger < 0, c.BatchTimeout < 0:
+		return errors.New("client: negative Config field")
+	case c.MaxBatchOps < 0 || c.MaxBatchOps > wire.MaxBatchOps:
+		return fmt.Errorf("client: MaxBatchOps %d outside [1, %d]", c.MaxBatchOps, wire.MaxBatchOps)
+	case c.Codec != "" && c.Codec != "binary" && c.Codec != "gob":
+		return fmt.Errorf("client: unknown codec %q (want binary or gob)", c.Codec)
+	}
+	return nil
+}
+
+// Client talks to a set of servers. It is safe for concurrent use. The set
+// of servers is fixed for the life of a Client.
+type Client struct {
+	cfg      Config
+	ring     *ring.Ring
+	conns    []*serverConn
+	batchers []*batcher
+	// unrouted is set once a server reports that our ring differs from
+	// its own; from then on batches go out with RingID 0.
+	unrouted atomic.Bool
+	closed   atomic.Bool
+	wg       sync.WaitGroup // auto-batcher sends in flight
+}
+
+// New returns a client for cfg. It does not connect until first use.
+func New(cfg Config) (*Client, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	r, err := ring.New(cfg.Servers, cfg.VirtualNodes)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	c := &Client{cfg: cfg, ring: r}
+	for i, addr := range cfg.Servers {
+		c.conns = append(c.conns, newServerConn(addr, cfg.Codec, cfg.ConnsPerServer, cfg.DialTimeout))
+		c.batchers = append(c.batchers, newBatcher(c, i))
+	}
+	return c, nil
+}
+
+// Ring returns the ring the client routes with.
+func (c *Client) Ring() *ring.Ring { return c.ring }
+
+// Close closes the connections. Calls in flight fail; later calls return
+// ErrClosed. Close is idempotent.
+func (c *Client) Close() error {
+	if c.closed.Swap(true) {
+		return nil
+	}
+	for _, b := range c.batchers {
+		b.flush()
+	}
+	c.wg.Wait()
+	for _, s := range c.conns {
+		s.close()
+	}
+	return nil
+}
+
+// Do sends a batch of ops and returns one result per op, in order. Ops on
+// the same key apply in batch order; ops for different servers are sent
+// concurrently. Invalid ops (empty key, unknown code, over the limits) get
+// their status in the results and change nothing.
+//
+// The error is non-nil if any part of the batch failed as a whole; results
+// is filled all the same, with StatusUnavail for the ops of parts whose
+// server could not be reached (a write among them may or may not have been
+// applied) and the server's status for parts it rejected.
+func (c *Client) Do(ctx context.Context, ops []wire.Op) ([]wire.Result, error) {
+	results := make([]wire.Result, len(ops))
+	return results, c.DoInto(ctx, ops, results)
+}
+
+// DoInto is Do writing into results, which must have len(ops) entries. It
+// lets a caller that sends many batches reuse one results slice.
+func (c *Client) DoInto(ctx context.Context, ops []wire.Op, results []wire.Result) error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	if len(results) != len(ops) {
+		return fmt.Errorf("client: %d results for %d ops", len(results), len(ops))
+	}
+	if len(ops) > wire.MaxBatchOps {
+		return fmt.Errorf("%w: %d ops in one batch, limit %d", ErrTooLarge, len(ops), wire.MaxBatchOps)
+	}
+	if c.ring.Len() == 1 {
+		return c.send(ctx, 0, ops, results)
+	}
+	parts := make([][]wire.Op, c.ring.Len())
+	where := make([][]int32, c.ring.Len())
+	for i := range ops {
+		s := c.ring.Owner(ops[i].Key)
+		parts[s] = append(parts[s], ops[i])
+		where[s] = append(where[s], int32(i))
+	}
+	var g errgroup.Group
+	for s, part := range parts {
+		if len(part) == 0 {
+			continue
+		}
+		g.Go(func() error {
+			sub := make([]wire.Result, len(part))
+			err := c.send(ctx, s, part, sub)
+			for j, i := range where[s] {
+				results[i] = sub[j]
+			}
+			return err
+		})
+	}
+	return g.Wait()
+}
+
+// send sends ops, all owned by server s (or unrouted), and fills results.
+func (c *Client) send(ctx context.Context, s int, ops []wire.Op, results []wire.Result) error {
+	for attempt := 0; ; attempt++ {
+		args := wire.BatchArgs{Ops: ops}
+		if !c.unrouted.Load() {
+			args.RingID = c.ring.ID()
+		}
+		var reply wire.BatchReply
+		if err := c.conns[s].call(ctx, &args, &reply); err != nil {
+			fill(results, wire.StatusUnavail)
+			return err
+		}
+		switch {
+		case reply.Status == wire.StatusWrongRing && args.RingID != 0 && attempt == 0:
+			// Nothing was applied: resend unrouted and let servers forward.
+			c.unrouted.Store(true)
+			continue
+		case reply.Status != wire.StatusOK:
+			fill(results, reply.Status)
+			return fmt.Errorf("client: server %s rejected the batch (%s): %s", c.cfg.Servers[s], reply.Status, reply.Err)
+		case len(reply.Results) != len(ops):
+			fill(results, wire.StatusUnavail)
+			return fmt.Errorf("client: server %s sent %d results for %d ops", c.cfg.Servers[s], len(reply.Results), len(ops))
+		}
+		copy(results, reply.Results)
+		return nil
+	}
+}
+
+func fill(results []wire.Result, st wire.Status) {
+	for i := range results {
+		results[i] = wire.Result{Status: st}
+	}
+}
+
+// Get returns the value of key, or ErrNotFound.
+func (c *Client) Get(ctx context.Context, key string) (string, error) {
+	res, err := c.one(ctx, wire.Op{Code: wire.OpGet, Key: key})
+	if err != nil {
+		return "", err
+	}
+	if res.Status == wire.StatusNotFound {
+		return "", ErrNotFound
+	}
+	return res.Value, nil
+}
+
+// Put sets key to value.
+func (c *Client) Put(ctx context.Context, key, value string) error {
+	_, err := c.one(ctx, wire.Op{Code: wire.OpPut, Key: key, Value: value})
+	return err
+}
+
+// Delete removes key. Deleting a missing key is not an error.
+func (c *Client) Delete(ctx context.Context, key string) error {
+	_, err := c.one(ctx, wire.Op{Code: wire.OpDelete, Key: key})
+	return err
+}
+
+// one sends a single op through the auto-batcher of its server.
+func (c *Client) one(ctx context.Context, op wire.Op) (wire.Result, error) {
+	switch op.Check() {
+	case wire.StatusOK:
+	case wire.StatusTooLarge:
+		return wire.Result{}, fmt.Errorf("%w: key of %d bytes (limit %d) or value of %d bytes (limit %d)",
+			ErrTooLarge, len(op.Key), wire.MaxKeyBytes, len(op.Value), wire.MaxValueBytes)
+	default:
+		return wire.Result{}, fmt.Errorf("%w: %s", ErrInvalid, op.Check())
+	}
+	if c.closed.Load() {
+		return wire.Result{}, ErrClosed
+	}
+	done := make(chan outcome, 1)
+	c.batchers[c.ring.Owner(op.Key)].add(op, done)
+	select {
+	case o := <-done:
+		if o.err != nil {
+			return o.res, o.err
+		}
+		if !o.res.Status.Applied() {
+			return o.res, fmt.Errorf("client: %s %q: %s", op.Code, op.Key, o.res.Status)
+		}
+		return o.res, nil
+	case <-ctx.Done():
+		return wire.Result{}, ctx.Err()
+	}
+}

@@ -1,0 +1,140 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/rpc"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/batchkv/batchkv/wire"
+)
+
+// serverConn is a small pool of net/rpc connections to one server. Each
+// rpc.Client multiplexes many calls over its TCP connection; a few of them
+// spread the encoding and decoding over more than one goroutine on each
+// side. A connection that breaks is dropped and redialled on next use.
+type serverConn struct {
+	addr        string
+	codec       string
+	dialTimeout time.Duration
+	next        atomic.Uint32
+
+	mu      sync.Mutex
+	clients []*rpc.Client // guarded by mu; nil slots are dialled on demand
+	closed  bool          // guarded by mu
+}
+
+func newServerConn(addr, codec string, conns int, dialTimeout time.Duration) *serverConn {
+	return &serverConn{addr: addr, codec: codec, dialTimeout: dialTimeout, clients: make([]*rpc.Client, conns)}
+}
+
+// get returns connection i, dialling it if needed.
+func (s *serverConn) get(ctx context.Context, i int) (*rpc.Client, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	if c := s.clients[i]; c != nil {
+		return c, nil
+	}
+	c, err := dial(ctx, s.addr, s.codec, s.dialTimeout)
+	if err != nil {
+		return nil, err
+	}
+	s.clients[i] = c
+	return c, nil
+}
+
+// drop forgets connection i if it is still c, so the next call redials.
+func (s *serverConn) drop(i int, c *rpc.Client) {
+	s.mu.Lock()
+	if s.clients[i] == c {
+		s.clients[i] = nil
+	}
+	s.mu.Unlock()
+	_ = c.Close()
+}
+
+// call sends one batch and waits for its reply or for ctx. reply must not
+// be reused after a ctx error: net/rpc may still write into it.
+func (s *serverConn) call(ctx context.Context, args *wire.BatchArgs, reply *wire.BatchReply) error {
+	i := int(s.next.Add(1) % uint32(len(s.clients)))
+	c, err := s.get(ctx, i)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrUnavailable, s.addr, err)
+	}
+	call := c.Go(wire.BatchOpMethod, args, reply, make(chan *rpc.Call, 1))
+	select {
+	case <-call.Done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if call.Error == nil {
+		return nil
+	}
+	if errors.Is(call.Error, wire.ErrFrameTooLarge) { // nothing was sent
+		return fmt.Errorf("%w: %w", ErrTooLarge, call.Error)
+	}
+	var serverErr rpc.ServerError
+	if errors.As(call.Error, &serverErr) {
+		return fmt.Errorf("client: server %s rejected the batch: %s", s.addr, string(serverErr))
+	}
+	// The connection is broken (ErrShutdown, EOF, reset): redial next time.
+	s.drop(i, c)
+	return fmt.Errorf("%w: %s: %w", ErrUnavailable, s.addr, call.Error)
+}
+
+func (s *serverConn) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	for i, c := range s.clients {
+		if c != nil {
+			_ = c.Close()
+			s.clients[i] = nil
+		}
+	}
+}
+
+// dial opens one net/rpc connection with the named codec: "binary" (the
+// default) or "gob", which speaks net/rpc's own HTTP CONNECT handshake and
+// gob encoding, as the course skeleton's client does.
+func dial(ctx context.Context, addr, codec string, timeout time.Duration) (*rpc.Client, error) {
+	d := net.Dialer{Timeout: timeout}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	switch codec {
+	case "", "binary":
+		cc, err := wire.NewClientCodec(conn)
+		if err != nil {
+			_ = conn.Close()
+			return nil, err
+		}
+		return rpc.NewClientWithCodec(cc), nil
+	case "gob":
+		_ = conn.SetDeadline(time.Now().Add(timeout))
+		if _, err := io.WriteString(conn, "CONNECT "+rpc.DefaultRPCPath+" HTTP/1.0\n\n"); err != nil {
+			_ = conn.Close()
+			return nil, err
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: "CONNECT"})
+		if err != nil || resp.Status != "200 Connected to Go RPC" {
+			_ = conn.Close()
+			return nil, fmt.Errorf("client: %s did not accept the net/rpc HTTP handshake: %v", addr, err)
+		}
+		_ = conn.SetDeadline(time.Time{})
+		return rpc.NewClient(conn), nil
+	}
+	_ = conn.Close()
+	return nil, fmt.Errorf("client: unknown codec %q (want binary or gob)", codec)
+}

@@ -1,0 +1,171 @@
+package kvs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/batchkv/batchkv/client"
+	"github.com/batchkv/batchkv/ring"
+	"github.com/batchkv/batchkv/wire"
+)
+
+// forwardTimeout bounds an op forwarded to the server that owns it.
+const forwardTimeout = 10 * time.Second
+
+// Service implements the RPCs: BatchOp, and the course skeleton's Get and
+// Put. Its exported methods have net/rpc's shape; they return an error only
+// for what the transport must carry (a rejected legacy call), and put the
+// outcome of each op in the reply.
+type Service struct {
+	store Store
+	stats *Stats
+	ring  *ring.Ring     // nil for a server that owns every key
+	self  int            // our index in ring
+	fwd   *client.Client // to the other servers; nil when ring is nil
+}
+
+// BatchOp applies args.Ops in order and answers one result per op.
+//
+// A batch routed with this server's ring (args.RingID equal to its ID) is
+// applied as is. A batch with RingID 0 is unrouted: ops this server owns
+// are applied here and the rest are forwarded to their owners. A batch
+// routed with some other ring is rejected whole with StatusWrongRing, since
+// applying it could put a key on a server that does not own it.
+func (s *Service) BatchOp(args *wire.BatchArgs, reply *wire.BatchReply) error {
+	s.stats.Batches.Add(1)
+	reply.Results = nil
+	switch {
+	case len(args.Ops) > wire.MaxBatchOps:
+		reply.Status = wire.StatusTooLarge
+		reply.Err = fmt.Sprintf("%d ops in one batch, limit %d", len(args.Ops), wire.MaxBatchOps)
+		s.stats.Rejected.Add(uint64(len(args.Ops)))
+		return nil
+	case s.ring == nil || args.RingID == s.ring.ID():
+		reply.Results = make([]wire.Result, len(args.Ops))
+		s.apply(args.Ops, reply.Results)
+	case args.RingID != 0:
+		reply.Status = wire.StatusWrongRing
+		reply.Err = fmt.Sprintf("batch routed with ring %016x; this server's ring is %016x over %v",
+			args.RingID, s.ring.ID(), s.ring.Nodes())
+		return nil
+	default:
+		reply.Results = make([]wire.Result, len(args.Ops))
+		s.route(args.Ops, reply.Results)
+	}
+	reply.Status = wire.StatusOK
+	return nil
+}
+
+// apply applies ops to the local store, in order, writing their results.
+func (s *Service) apply(ops []wire.Op, results []wire.Result) {
+	var gets, puts, dels, rejected uint64
+	for i := range ops {
+		op := &ops[i]
+		if st := op.Check(); st != wire.StatusOK {
+			results[i] = wire.Result{Status: st}
+			rejected++
+			continue
+		}
+		switch op.Code {
+		case wire.OpGet:
+			gets++
+			if v, ok := s.store.Get(op.Key); ok {
+				results[i] = wire.Result{Status: wire.StatusOK, Value: v}
+			} else {
+				results[i] = wire.Result{Status: wire.StatusNotFound}
+			}
+		case wire.OpPut:
+			puts++
+			s.store.Put(op.Key, op.Value)
+			results[i] = wire.Result{Status: wire.StatusOK}
+		case wire.OpDelete:
+			dels++
+			s.store.Delete(op.Key)
+			results[i] = wire.Result{Status: wire.StatusOK}
+		}
+	}
+	// One atomic add per counter per batch, not per op.
+	if gets > 0 {
+		s.stats.Gets.Add(gets)
+	}
+	if puts > 0 {
+		s.stats.Puts.Add(puts)
+	}
+	if dels > 0 {
+		s.stats.Deletes.Add(dels)
+	}
+	if rejected > 0 {
+		s.stats.Rejected.Add(rejected)
+	}
+}
+
+// route applies the ops this server owns and forwards the rest. Ops on one
+// key all go the same way, so they keep their batch order.
+func (s *Service) route(ops []wire.Op, results []wire.Result) {
+	var local, remote []wire.Op
+	var localAt, remoteAt []int
+	for i := range ops {
+		if ops[i].Check() != wire.StatusOK || s.ring.Owner(ops[i].Key) == s.self {
+			local = append(local, ops[i])
+			localAt = append(localAt, i)
+		} else {
+			remote = append(remote, ops[i])
+			remoteAt = append(remoteAt, i)
+		}
+	}
+	sub := make([]wire.Result, len(local))
+	s.apply(local, sub)
+	for j, i := range localAt {
+		results[i] = sub[j]
+	}
+	if len(remote) == 0 {
+		return
+	}
+	s.stats.Forwarded.Add(uint64(len(remote)))
+	ctx, cancel := context.WithTimeout(context.Background(), forwardTimeout)
+	defer cancel()
+	sub = make([]wire.Result, len(remote))
+	// On error, DoInto has already marked the failed ops unavailable.
+	_ = s.fwd.DoInto(ctx, remote, sub)
+	for j, i := range remoteAt {
+		results[i] = sub[j]
+	}
+}
+
+// one applies or forwards a single op for the legacy RPCs.
+func (s *Service) one(op wire.Op) (wire.Result, error) {
+	s.stats.Batches.Add(1)
+	if st := op.Check(); st != wire.StatusOK {
+		s.stats.Rejected.Add(1)
+		return wire.Result{}, fmt.Errorf("kvs: %s of key %.40q rejected: %s (limits: key %d bytes, value %d bytes)",
+			op.Code, op.Key, st, wire.MaxKeyBytes, wire.MaxValueBytes)
+	}
+	results := make([]wire.Result, 1)
+	ops := []wire.Op{op}
+	if s.ring == nil {
+		s.apply(ops, results)
+	} else {
+		s.route(ops, results)
+	}
+	if !results[0].Status.Applied() {
+		return results[0], fmt.Errorf("kvs: %s of key %.40q: %s", op.Code, op.Key, results[0].Status)
+	}
+	return results[0], nil
+}
+
+// Get is the course skeleton's read: a missing key reads as "".
+func (s *Service) Get(req *wire.GetRequest, resp *wire.GetResponse) error {
+	res, err := s.one(wire.Op{Code: wire.OpGet, Key: req.Key})
+	resp.Value = res.Value
+	return err
+}
+
+// Put is the course skeleton's write.
+func (s *Service) Put(req *wire.PutRequest, _ *wire.PutResponse) error {
+	_, err := s.one(wire.Op{Code: wire.OpPut, Key: req.Key, Value: req.Value})
+	return err
+}
+
+var errNotInPeers = errors.New("kvs: Self is not among Peers")
