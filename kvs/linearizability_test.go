@@ -1,0 +1,266 @@
+package kvs_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/stretchr/testify/require"
+
+	"github.com/batchkv/batchkv/kvs"
+	"github.com/batchkv/batchkv/wire"
+)
+
+// The porcupine model of one key (histories are partitioned by key).
+
+type kvInput struct {
+	code  wire.OpCode
+	key   string
+	value string
+}
+
+type kvOutput struct {
+	value string
+	found bool
+}
+
+type kvState struct {
+	value  string
+	exists bool
+}
+
+var kvModel = porcupine.Model{
+	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
+		byKey := map[string][]porcupine.Operation{}
+		var keys []string
+		for _, op := range history {
+			k := op.Input.(kvInput).key
+			if _, ok := byKey[k]; !ok {
+				keys = append(keys, k)
+			}
+			byKey[k] = append(byKey[k], op)
+		}
+		parts := make([][]porcupine.Operation, 0, len(keys))
+		for _, k := range keys {
+			parts = append(parts, byKey[k])
+		}
+		return parts
+	},
+	Init: func() any { return kvState{} },
+	Step: func(state, input, output any) (bool, any) {
+		st, in := state.(kvState), input.(kvInput)
+		switch in.code {
+		case wire.OpGet:
+			out := output.(kvOutput)
+			return out.found == st.exists && out.value == st.value, st
+		case wire.OpPut:
+			return true, kvState{value: in.value, exists: true}
+		default: // delete
+			return true, kvState{}
+		}
+	},
+	DescribeOperation: func(input, output any) string {
+		in := input.(kvInput)
+		switch in.code {
+		case wire.OpGet:
+			out := output.(kvOutput)
+			if !out.found {
+				return fmt.Sprintf("get(%s) -> missing", in.key)
+			}
+			return fmt.Sprintf("get(%s) -> %s", in.key, out.value)
+		case wire.OpPut:
+			return fmt.Sprintf("put(%s, %s)", in.key, in.value)
+		}
+		return fmt.Sprintf("delete(%s)", in.key)
+	},
+	DescribeState: func(state any) string {
+		st := state.(kvState)
+		if !st.exists {
+			return "missing"
+		}
+		return st.value
+	},
+}
+
+// history collects porcupine operations from many goroutines.
+type history struct {
+	start time.Time
+	mu    sync.Mutex
+	ops   []porcupine.Operation // guarded by mu
+}
+
+func (h *history) now() int64 { return int64(time.Since(h.start)) }
+
+// record adds the ops of one batch, called at call and answered at ret.
+// Ops whose batch failed are recorded as etcd's robustness tests do: a
+// write that may have been applied gets an open-ended return time, a failed
+// read tells nothing and is dropped.
+func (h *history) record(client int, ops []wire.Op, results []wire.Result, err error, call, ret int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, op := range ops {
+		in := kvInput{code: op.Code, key: op.Key, value: op.Value}
+		r := results[i]
+		switch {
+		case err == nil && r.Status.Applied():
+			h.ops = append(h.ops, porcupine.Operation{ClientId: client, Input: in, Call: call, Return: ret,
+				Output: kvOutput{value: r.Value, found: r.Status == wire.StatusOK}})
+		case op.Code != wire.OpGet && r.Status == wire.StatusUnavail:
+			h.ops = append(h.ops, porcupine.Operation{ClientId: client, Input: in, Call: call, Return: math.MaxInt64,
+				Output: kvOutput{}})
+		}
+	}
+}
+
+type linWorkload struct {
+	servers      int
+	clients      int // half route with the full ring, half know one server
+	keys         int
+	batches      int // per client
+	maxBatchOps  int
+	wrap         func(kvs.Store) kvs.Store
+	seed         uint64
+	failedOps    atomic.Int64
+	appliedCount atomic.Int64
+}
+
+// run drives the workload against a fresh cluster and returns its history.
+func (w *linWorkload) run(t *testing.T) []porcupine.Operation {
+	t.Helper()
+	t.Logf("seed %d", w.seed)
+	c := newTestCluster(t, w.servers, clusterOptions{wrap: w.wrap})
+	h := &history{start: time.Now()}
+	var wg sync.WaitGroup
+	for id := range w.clients {
+		cl := c.client(t)
+		if id%2 == 1 {
+			cl = c.client(t, c.addrs[id%len(c.addrs)])
+		}
+		rng := rand.New(rand.NewPCG(w.seed, uint64(id)))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for b := range w.batches {
+				ops := make([]wire.Op, 1+rng.IntN(w.maxBatchOps))
+				for i := range ops {
+					key := fmt.Sprintf("key%d", rng.IntN(w.keys))
+					switch p := rng.IntN(10); {
+					case p < 5:
+						ops[i] = wire.Op{Code: wire.OpGet, Key: key}
+					case p < 9:
+						// Unique values: every read identifies the write it saw.
+						ops[i] = wire.Op{Code: wire.OpPut, Key: key, Value: fmt.Sprintf("c%d-b%d-o%d", id, b, i)}
+					default:
+						ops[i] = wire.Op{Code: wire.OpDelete, Key: key}
+					}
+				}
+				call := h.now()
+				res, err := cl.Do(t.Context(), ops)
+				ret := h.now()
+				if err != nil {
+					w.failedOps.Add(int64(len(ops)))
+				}
+				w.appliedCount.Add(int64(len(ops)))
+				h.record(id, ops, res, err, call, ret)
+			}
+		}()
+	}
+	wg.Wait()
+	return h.ops
+}
+
+// check runs porcupine over a history; on a violation it writes the
+// visualization and logs its path.
+func check(t *testing.T, ops []porcupine.Operation) porcupine.CheckResult {
+	t.Helper()
+	res, info := porcupine.CheckOperationsVerbose(kvModel, ops, 60*time.Second)
+	if res == porcupine.Illegal {
+		path := filepath.Join(os.TempDir(), fmt.Sprintf("linearizability-%s-%d.html", filepath.Base(t.Name()), time.Now().UnixNano()))
+		if err := porcupine.VisualizePath(kvModel, info, path); err == nil {
+			t.Logf("history is not linearizable; visualization written to %s", path)
+		}
+	}
+	return res
+}
+
+func newLinWorkload() *linWorkload {
+	return &linWorkload{servers: 3, clients: 10, keys: 6, batches: 300, maxBatchOps: 4, seed: uint64(time.Now().UnixNano())}
+}
+
+// TestLinearizable: 10 clients, half routing themselves and half sending
+// through one server that forwards, run batches of gets, puts and deletes
+// over 6 hot keys on 3 servers; the history must be linearizable per key.
+func TestLinearizable(t *testing.T) {
+	w := newLinWorkload()
+	ops := w.run(t)
+	require.Zero(t, w.failedOps.Load(), "no faults were injected, so no op may fail")
+	require.Greater(t, len(ops), 2000)
+	require.Equal(t, porcupine.Ok, check(t, ops))
+}
+
+// staleStore is a planted bug: after a put, a get sometimes serves the
+// value the key had before it.
+type staleStore struct {
+	kvs.Store
+	mu   sync.Mutex
+	prev map[string]string // guarded by mu
+	rng  *rand.Rand        // guarded by mu
+}
+
+func (s *staleStore) Put(key, value string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.Store.Get(key); ok {
+		s.prev[key] = old
+	}
+	s.Store.Put(key, value)
+}
+
+func (s *staleStore) Get(key string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.prev[key]; ok && s.rng.IntN(4) == 0 {
+		return old, true
+	}
+	return s.Store.Get(key)
+}
+
+// lossyStore is a planted bug: it acknowledges every fifth put without
+// applying it.
+type lossyStore struct {
+	kvs.Store
+	puts atomic.Int64
+}
+
+func (s *lossyStore) Put(key, value string) {
+	if s.puts.Add(1)%5 == 0 {
+		return
+	}
+	s.Store.Put(key, value)
+}
+
+// TestCheckerCatchesPlantedBugs: the same workload against stores with a
+// stale read or a lost write must fail the check, or the check proves
+// nothing.
+func TestCheckerCatchesPlantedBugs(t *testing.T) {
+	bugs := map[string]func(kvs.Store) kvs.Store{
+		"stale read": func(s kvs.Store) kvs.Store {
+			return &staleStore{Store: s, prev: map[string]string{}, rng: rand.New(rand.NewPCG(1, 1))}
+		},
+		"lost write": func(s kvs.Store) kvs.Store { return &lossyStore{Store: s} },
+	}
+	for name, wrap := range bugs {
+		t.Run(name, func(t *testing.T) {
+			w := newLinWorkload()
+			w.wrap = wrap
+			require.Equal(t, porcupine.Illegal, check(t, w.run(t)))
+		})
+	}
+}

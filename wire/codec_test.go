@@ -1,0 +1,114 @@
+package wire
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestBatchArgsRoundTrip(t *testing.T) {
+	in := BatchArgs{RingID: 0xdeadbeef, Ops: []Op{
+		{Code: OpGet, Key: "a"},
+		{Code: OpPut, Key: "b", Value: "value"},
+		{Code: OpPut, Key: "empty", Value: ""},
+		{Code: OpDelete, Key: "c"},
+		{Code: 77, Key: "odd"}, // decodes; rejected later by Check
+		{Code: OpPut, Key: strings.Repeat("k", 300), Value: strings.Repeat("v", 70000)},
+	}}
+	var out BatchArgs
+	require.NoError(t, DecodeBatchArgs(AppendBatchArgs(nil, &in), &out))
+	require.Equal(t, in, out)
+}
+
+func TestBatchReplyRoundTrip(t *testing.T) {
+	in := BatchReply{Status: StatusOK, Results: []Result{
+		{Status: StatusOK, Value: "v"}, {Status: StatusNotFound}, {Status: StatusTooLarge},
+	}}
+	var out BatchReply
+	require.NoError(t, DecodeBatchReply(AppendBatchReply(nil, &in), &out))
+	require.Equal(t, in, out)
+	rejected := BatchReply{Status: StatusWrongRing, Err: "ring differs"}
+	require.NoError(t, DecodeBatchReply(AppendBatchReply(nil, &rejected), &out))
+	require.Equal(t, StatusWrongRing, out.Status)
+	require.Equal(t, "ring differs", out.Err)
+	require.Empty(t, out.Results)
+}
+
+func TestDecodeRejectsMalformed(t *testing.T) {
+	good := AppendBatchArgs(nil, &BatchArgs{RingID: 1, Ops: []Op{{Code: OpPut, Key: "k", Value: "v"}}})
+	cases := map[string][]byte{
+		"empty":            {},
+		"short ring id":    good[:5],
+		"truncated op":     good[:len(good)-1],
+		"trailing bytes":   append(append([]byte{}, good...), 0),
+		"count past end":   append(append([]byte{}, good[:8]...), 100, byte(OpGet), 1, 'k'),
+		"overlong varint":  append(append([]byte{}, good[:8]...), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01),
+		"key length huge":  append(append([]byte{}, good[:8]...), 1, byte(OpGet), 0xff, 0xff, 0xff, 0xff, 0x0f),
+		"value runs short": append(append([]byte{}, good[:8]...), 1, byte(OpPut), 1, 'k', 5, 'v'),
+	}
+	for name, b := range cases {
+		t.Run(name, func(t *testing.T) {
+			var a BatchArgs
+			err := DecodeBatchArgs(b, &a)
+			require.ErrorIs(t, err, ErrMalformed)
+		})
+	}
+	t.Run("too many ops", func(t *testing.T) {
+		b := append(append([]byte{}, good[:8]...), 0x81, 0x80, 0x04) // 65537
+		var a BatchArgs
+		err := DecodeBatchArgs(b, &a)
+		require.ErrorIs(t, err, ErrTooManyOps)
+		require.False(t, errors.Is(err, ErrMalformed))
+	})
+}
+
+// TestPutsDoNotAliasTheBody: a stored put must not pin the request buffer,
+// while get keys may.
+func TestPutsDoNotAliasTheBody(t *testing.T) {
+	body := AppendBatchArgs(nil, &BatchArgs{Ops: []Op{{Code: OpPut, Key: "k", Value: "v"}}})
+	var a BatchArgs
+	require.NoError(t, DecodeBatchArgs(body, &a))
+	for i := range body {
+		body[i] = 0
+	}
+	require.Equal(t, "k", a.Ops[0].Key)
+	require.Equal(t, "v", a.Ops[0].Value)
+}
+
+// FuzzDecodeBatchArgs: no input makes the decoder panic or read past its
+// input, and whatever decodes re-encodes to an equivalent batch. The seed
+// corpus (f.Add and testdata/fuzz) runs in every go test.
+func FuzzDecodeBatchArgs(f *testing.F) {
+	f.Add(AppendBatchArgs(nil, &BatchArgs{}))
+	f.Add(AppendBatchArgs(nil, &BatchArgs{RingID: 9, Ops: []Op{{Code: OpGet, Key: "a"}, {Code: OpPut, Key: "b", Value: "c"}, {Code: OpDelete, Key: "d"}}}))
+	f.Add(AppendBatchArgs(nil, &BatchArgs{Ops: []Op{{Code: 200, Key: ""}}}))
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f})
+	f.Add([]byte("GET / HTTP/1.1\r\n\r\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var a BatchArgs
+		if err := DecodeBatchArgs(b, &a); err != nil {
+			return
+		}
+		require.LessOrEqual(t, len(a.Ops), MaxBatchOps)
+		var again BatchArgs
+		require.NoError(t, DecodeBatchArgs(AppendBatchArgs(nil, &a), &again))
+		require.Equal(t, a, again)
+	})
+}
+
+// FuzzDecodeBatchReply: the client's decoder survives any server bytes.
+func FuzzDecodeBatchReply(f *testing.F) {
+	f.Add(AppendBatchReply(nil, &BatchReply{Results: []Result{{Status: StatusOK, Value: "v"}}}))
+	f.Add([]byte{5, 3, 'e', 'r', 'r', 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var r BatchReply
+		if err := DecodeBatchReply(b, &r); err != nil {
+			return
+		}
+		var again BatchReply
+		require.NoError(t, DecodeBatchReply(AppendBatchReply(nil, &r), &again))
+		require.Equal(t, r, again)
+	})
+}
