@@ -1,0 +1,237 @@
+// Command kvsclient is the load generator: -numClients goroutines each send
+// batches of -batchSize YCSB ops to the servers in -hosts for -secs seconds,
+// after loading every key once.
+//
+//	kvsclient -hosts 127.0.0.1:8080 -workload YCSB-B -secs 30
+//
+// Every second it prints its own throughput and utilization; at the end,
+// "throughput <N> ops/s" and the batch round-trip latency percentiles.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/batchkv/batchkv/client"
+	"github.com/batchkv/batchkv/internal/latency"
+	"github.com/batchkv/batchkv/internal/procstat"
+	"github.com/batchkv/batchkv/wire"
+	"github.com/batchkv/batchkv/workload"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "kvsclient:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	hosts      []string
+	workload   string
+	theta      float64
+	secs       int
+	numClients int
+	batchSize  int
+	records    uint64
+	valueBytes int
+	preload    bool
+	seed       uint64
+	codec      string
+	conns      int
+	vnodes     int
+}
+
+func parse(args []string) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("kvsclient", flag.ContinueOnError)
+	hosts := fs.String("hosts", "localhost:8080", "comma-separated host:port of the servers, as given to their -peers")
+	fs.StringVar(&o.workload, "workload", "YCSB-B", "YCSB-A (50% reads), YCSB-B (95%) or YCSB-C (100%)")
+	fs.Float64Var(&o.theta, "theta", workload.DefaultTheta, "Zipfian skew in [0, 1); 0 is uniform")
+	fs.IntVar(&o.secs, "secs", 30, "seconds to run the measured load")
+	fs.IntVar(&o.numClients, "numClients", 128, "goroutines sending batches")
+	fs.IntVar(&o.batchSize, "batchSize", 8192, "ops per batch")
+	fs.Uint64Var(&o.records, "records", workload.DefaultRecords, "number of keys")
+	fs.IntVar(&o.valueBytes, "valueBytes", workload.DefaultValueBytes, "bytes per value")
+	fs.BoolVar(&o.preload, "preload", true, "write every key once before measuring")
+	fs.Uint64Var(&o.seed, "seed", 0, "seed of the workload (0: from the clock); goroutine i uses seed+i")
+	fs.StringVar(&o.codec, "codec", "binary", "wire encoding: binary or gob")
+	fs.IntVar(&o.conns, "conns", 2, "TCP connections per server")
+	fs.IntVar(&o.vnodes, "vnodes", 0, "virtual nodes per server; must match the servers' (0: default)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	o.hosts = strings.Split(*hosts, ",")
+	switch {
+	case o.secs <= 0:
+		return nil, errors.New("-secs must be positive")
+	case o.numClients <= 0:
+		return nil, errors.New("-numClients must be positive")
+	case o.batchSize <= 0 || o.batchSize > wire.MaxBatchOps:
+		return nil, fmt.Errorf("-batchSize must be in [1, %d]", wire.MaxBatchOps)
+	case o.valueBytes < 0 || o.valueBytes > wire.MaxValueBytes:
+		return nil, fmt.Errorf("-valueBytes must be in [0, %d]", wire.MaxValueBytes)
+	}
+	if _, err := workload.ReadFraction(o.workload); err != nil {
+		return nil, err
+	}
+	if o.seed == 0 {
+		o.seed = uint64(time.Now().UnixNano())
+	}
+	return o, nil
+}
+
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	o, err := parse(args)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "config hosts=%s workload=%s theta=%v secs=%d numClients=%d batchSize=%d records=%d valueBytes=%d codec=%s conns=%d seed=%d\n",
+		strings.Join(o.hosts, ","), o.workload, o.theta, o.secs, o.numClients, o.batchSize, o.records, o.valueBytes, o.codec, o.conns, o.seed)
+	cl, err := client.New(client.Config{Servers: o.hosts, Codec: o.codec, ConnsPerServer: o.conns, VirtualNodes: o.vnodes})
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	if o.preload {
+		start := time.Now()
+		if err := preload(ctx, cl, o); err != nil {
+			return fmt.Errorf("preload: %w", err)
+		}
+		fmt.Fprintf(stdout, "preloaded %d keys in %.2fs\n", o.records, time.Since(start).Seconds())
+	}
+	return measure(ctx, cl, o, stdout)
+}
+
+// preload writes every key once, in batches, from numClients goroutines.
+func preload(ctx context.Context, cl *client.Client, o *options) error {
+	keys := workload.Keys(o.records)
+	value := workload.Value(o.valueBytes, o.seed)
+	var next atomic.Uint64
+	g, ctx := errgroup.WithContext(ctx)
+	for range o.numClients {
+		g.Go(func() error {
+			ops := make([]wire.Op, 0, o.batchSize)
+			for {
+				from := next.Add(uint64(o.batchSize)) - uint64(o.batchSize)
+				if from >= o.records {
+					return nil
+				}
+				ops = ops[:0]
+				for k := from; k < min(from+uint64(o.batchSize), o.records); k++ {
+					ops = append(ops, wire.Op{Code: wire.OpPut, Key: keys[k], Value: value})
+				}
+				res, err := cl.Do(ctx, ops)
+				if err != nil {
+					return err
+				}
+				for _, r := range res {
+					if r.Status != wire.StatusOK {
+						return fmt.Errorf("put refused: %s", r.Status)
+					}
+				}
+			}
+		})
+	}
+	return g.Wait()
+}
+
+// measure runs the load for o.secs and prints the results.
+func measure(ctx context.Context, cl *client.Client, o *options, stdout io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(o.secs)*time.Second)
+	defer cancel()
+	var done, failed atomic.Uint64
+	hists := make([]latency.Histogram, o.numClients)
+	var firstErr atomic.Pointer[error]
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range o.numClients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			gen, err := workload.New(workload.Config{Name: o.workload, Theta: o.theta, Records: o.records, Seed: o.seed + uint64(i)})
+			if err != nil {
+				firstErr.CompareAndSwap(nil, &err)
+				return
+			}
+			values := make([]string, 64)
+			for v := range values {
+				values[v] = workload.Value(o.valueBytes, o.seed+uint64(i)<<8+uint64(v))
+			}
+			ops := make([]wire.Op, o.batchSize)
+			results := make([]wire.Result, o.batchSize)
+			for n := 0; ctx.Err() == nil; n++ {
+				for j := range ops {
+					op := gen.Next()
+					if op.Read {
+						ops[j] = wire.Op{Code: wire.OpGet, Key: op.Key}
+					} else {
+						ops[j] = wire.Op{Code: wire.OpPut, Key: op.Key, Value: values[(n+j)&63]}
+					}
+				}
+				t0 := time.Now()
+				err := cl.DoInto(ctx, ops, results)
+				if err != nil {
+					if ctx.Err() != nil {
+						return // the run ended while this batch was in flight
+					}
+					failed.Add(uint64(len(ops)))
+					firstErr.CompareAndSwap(nil, &err)
+					continue
+				}
+				hists[i].Record(time.Since(t0))
+				done.Add(uint64(len(ops)))
+			}
+		}()
+	}
+	// Per-second progress: our own rate and resource use.
+	tick := time.NewTicker(time.Second)
+	last, lastProc := uint64(0), procstat.Read()
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+loop:
+	for {
+		select {
+		case <-finished:
+			break loop
+		case <-tick.C:
+			n, p := done.Load(), procstat.Read()
+			secs := p.At.Sub(lastProc.At).Seconds()
+			fmt.Fprintf(stdout, "client ops/s %.2f\nutil cpu%% %.1f rss_mib %.1f\n",
+				float64(n-last)/secs, procstat.CPUPercent(lastProc, p), float64(p.RSS)/(1<<20))
+			last, lastProc = n, p
+		}
+	}
+	tick.Stop()
+	elapsed := time.Since(start).Seconds()
+	var all latency.Histogram
+	for i := range hists {
+		all.Merge(&hists[i])
+	}
+	proc := procstat.Read()
+	fmt.Fprintf(stdout, "throughput %.0f ops/s\n", float64(done.Load())/elapsed)
+	fmt.Fprintf(stdout, "batch latency p50 %v p99 %v p99.9 %v max %v (%d batches)\n",
+		all.Quantile(0.5), all.Quantile(0.99), all.Quantile(0.999), all.Max(), all.Count())
+	fmt.Fprintf(stdout, "client cpu_s %.2f peak_rss_mib %.1f failed_ops %d\n", proc.CPU.Seconds(), float64(proc.PeakRSS)/(1<<20), failed.Load())
+	if e := firstErr.Load(); e != nil {
+		return fmt.Errorf("%d ops failed; first error: %w", failed.Load(), *e)
+	}
+	return nil
+}
