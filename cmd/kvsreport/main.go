@@ -41,7 +41,7 @@ func run(args []string, stdout io.Writer) error {
 		return err
 	}
 	if fs.NArg() == 0 {
-		return errors.New("usage: kvsreport [-skip N] server.log...")
+		return errors.New("usage: kvsreport [-skip N] SERVER_LOG [SERVER_LOG ...]")
 	}
 	var total float64
 	for _, path := range fs.Args() {

@@ -1,0 +1,239 @@
+#!/usr/bin/env bash
+# run-cluster.sh - start servers and load clients, run the load, report
+# each server's median ops/s and the total.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+TMCC=/usr/local/etc/emulab/tmcc
+
+usage() {
+    cat <<USAGE
+Usage: $0 [options] [server_count] [client_count] [server_args] [client_args]
+
+Starts server_count kvsserver processes and client_count kvsclient load
+generators, waits for the clients to finish, stops the servers and prints
+one line "<node> median <N> op/s" per server and a last line "total <N> op/s".
+
+Where it runs:
+  local     no cluster found: servers on 127.0.0.1, 127.0.0.2, ... with ports
+            8080, 8081, ...; clients on this machine. Defaults: 1 server, 1 client.
+  CloudLab  when $TMCC exists: nodes node0..nodeN-1 from 'tmcc hostnames',
+            reached over SSH; servers on the first server_count nodes, clients
+            on the next client_count. Defaults: half the nodes each.
+  hosts     --hosts-file FILE: one SSH host name per line (blank lines and
+            # comments skipped), used like CloudLab's nodes.
+  In the SSH modes this repository must sit at the same path on every node
+  (as on CloudLab's shared home or NFS), with binaries built by this script.
+
+Arguments:
+  server_args  extra flags for every kvsserver (quoted), e.g. "-vnodes 256"
+  client_args  extra flags for every kvsclient (quoted), e.g. "-workload YCSB-A -secs 10"
+The script gives each server -port, -peers and -self, and each client -hosts.
+
+Options:
+  --hosts-file FILE  run over SSH on the hosts listed in FILE
+  --local            run on this machine even if CloudLab's tmcc exists
+  --port N           first server port (default 8080)
+  --no-build         use the binaries already in bin/
+  -h, --help         this help
+
+Logs go to logs/<timestamp>/ (server-<node>.log, client-<node>.log,
+report.txt); logs/latest points at the newest run.
+
+Examples:
+  $0                                   # 1 server + 1 client on this machine, YCSB-B, 30 s
+  $0 2 2 "" "-workload YCSB-A -secs 10"
+  $0 --hosts-file hosts.txt 4 4 "" "-numClients 128 -batchSize 8192"
+USAGE
+}
+
+HOSTS_FILE=""
+FORCE_LOCAL=0
+BASE_PORT=8080
+BUILD=1
+while [[ $# -gt 0 && $1 == -* ]]; do
+    case "$1" in
+        -h|--help|-help) usage; exit 0 ;;
+        --hosts-file) HOSTS_FILE="${2:?--hosts-file needs a file}"; shift 2 ;;
+        --local) FORCE_LOCAL=1; shift ;;
+        --port) BASE_PORT="${2:?--port needs a number}"; shift 2 ;;
+        --no-build) BUILD=0; shift ;;
+        *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
+    esac
+done
+for arg in "$@"; do
+    case "$arg" in help|-h|--help|-help) usage; exit 0 ;; esac
+done
+if [[ $# -gt 4 ]]; then usage >&2; exit 2; fi
+
+NODES=()
+if [[ -n $HOSTS_FILE ]]; then
+    MODE=ssh
+    while read -r line; do
+        line="${line%%#*}"
+        line="${line//[[:space:]]/}"
+        if [[ -n $line ]]; then NODES+=("$line"); fi
+    done < "$HOSTS_FILE"
+elif [[ $FORCE_LOCAL -eq 0 && -x $TMCC ]]; then
+    MODE=ssh
+    count=$("$TMCC" hostnames | wc -l)
+    for ((i = 0; i < count; i++)); do NODES+=("node$i"); done
+else
+    MODE=local
+fi
+
+if [[ $MODE == ssh ]]; then
+    SERVER_COUNT="${1:-$(( ${#NODES[@]} / 2 ))}"
+    CLIENT_COUNT="${2:-$(( ${#NODES[@]} - SERVER_COUNT ))}"
+else
+    SERVER_COUNT="${1:-1}"
+    CLIENT_COUNT="${2:-1}"
+fi
+SERVER_ARGS="${3:-}"
+CLIENT_ARGS="${4:-}"
+if ! [[ $SERVER_COUNT =~ ^[0-9]+$ && $CLIENT_COUNT =~ ^[0-9]+$ ]] || (( SERVER_COUNT < 1 || CLIENT_COUNT < 1 )); then
+    echo "server_count and client_count must be positive integers" >&2; exit 2
+fi
+if [[ $MODE == ssh ]] && (( SERVER_COUNT + CLIENT_COUNT > ${#NODES[@]} )); then
+    echo "need $((SERVER_COUNT + CLIENT_COUNT)) nodes, have ${#NODES[@]}: ${NODES[*]}" >&2; exit 2
+fi
+if [[ $MODE == local ]] && (( SERVER_COUNT > 250 )); then
+    echo "at most 250 local servers" >&2; exit 2
+fi
+
+SSH_OPTS=(-o StrictHostKeyChecking=no -o BatchMode=yes)
+RUN_ID="$(date +%Y%m%d-%H%M%S)"
+LOG_DIR="$ROOT/logs/$RUN_ID"
+mkdir -p "$LOG_DIR"
+ln -sfn "$RUN_ID" "$ROOT/logs/latest"
+
+echo "mode:         $MODE"
+echo "servers:      $SERVER_COUNT    server_args: ${SERVER_ARGS:-(none)}"
+echo "clients:      $CLIENT_COUNT    client_args: ${CLIENT_ARGS:-(none)}"
+echo "first port:   $BASE_PORT"
+echo "logs:         $LOG_DIR"
+
+if [[ $BUILD -eq 1 ]]; then
+    echo "building bin/kvsserver bin/kvsclient bin/kvsreport"
+    (cd "$ROOT" && go build -o bin/ ./cmd/kvsserver ./cmd/kvsclient ./cmd/kvsreport)
+fi
+
+# Every process started here is tracked by PID and stopped on exit.
+LOCAL_PIDS=()      # local processes (servers, clients, or ssh sessions)
+REMOTE_PIDFILES=() # "host:pidfile" of remote processes
+# shellcheck disable=SC2317,SC2029 # called by trap; pidfile paths expand here on purpose
+cleanup() {
+    local status=$?
+    trap - EXIT INT TERM
+    for entry in "${REMOTE_PIDFILES[@]+"${REMOTE_PIDFILES[@]}"}"; do
+        ssh "${SSH_OPTS[@]}" "${entry%%:*}" "kill \$(cat '${entry#*:}') 2>/dev/null; rm -f '${entry#*:}'" 2>/dev/null || true
+    done
+    for pid in "${LOCAL_PIDS[@]+"${LOCAL_PIDS[@]}"}"; do
+        kill "$pid" 2>/dev/null || true
+    done
+    for pid in "${LOCAL_PIDS[@]+"${LOCAL_PIDS[@]}"}"; do
+        wait "$pid" 2>/dev/null || true
+    done
+    exit "$status"
+}
+trap cleanup EXIT
+trap 'echo "interrupted"; exit 130' INT TERM
+
+# start NAME HOST ROLE ARGS...: run bin/ROLE with ARGS on HOST (locally in
+# local mode), logging to LOG_DIR/ROLE-NAME.log; sets STARTED_PID.
+start() {
+    local name=$1 host=$2 role=$3
+    shift 3
+    local log="$LOG_DIR/${role#kvs}-$name.log"
+    if [[ $MODE == local ]]; then
+        "$ROOT/bin/$role" "$@" > "$log" 2>&1 &
+    else
+        local pidfile="/tmp/batchkv-$RUN_ID-$role-$name.pid"
+        local quoted
+        quoted=$(printf ' %q' "$@")
+        # shellcheck disable=SC2029 # the command is built here, quoted with %q
+        ssh "${SSH_OPTS[@]}" "$host" "cd $(printf %q "$ROOT") && echo \$\$ > $pidfile && exec ./bin/$role$quoted" > "$log" 2>&1 &
+        REMOTE_PIDFILES+=("$host:$pidfile")
+    fi
+    STARTED_PID=$!
+    LOCAL_PIDS+=("$STARTED_PID")
+}
+
+# Servers.
+SERVER_ADDRS=()
+SERVER_NAMES=()
+for ((i = 0; i < SERVER_COUNT; i++)); do
+    if [[ $MODE == local ]]; then
+        SERVER_ADDRS+=("127.0.0.$((i + 1)):$((BASE_PORT + i))")
+        SERVER_NAMES+=("127.0.0.$((i + 1)):$((BASE_PORT + i))")
+    else
+        SERVER_ADDRS+=("${NODES[$i]}:$BASE_PORT")
+        SERVER_NAMES+=("${NODES[$i]}")
+    fi
+done
+PEERS=$(IFS=,; echo "${SERVER_ADDRS[*]}")
+SERVER_PIDS=()
+for ((i = 0; i < SERVER_COUNT; i++)); do
+    addr=${SERVER_ADDRS[$i]}
+    # shellcheck disable=SC2086 # server_args is a list of flags
+    start "${SERVER_NAMES[$i]}" "${addr%:*}" kvsserver -host "${addr%:*}" -port "${addr##*:}" -peers "$PEERS" -self "$addr" $SERVER_ARGS
+    SERVER_PIDS+=("$STARTED_PID")
+done
+
+# Wait until every server accepts connections.
+for ((i = 0; i < SERVER_COUNT; i++)); do
+    addr=${SERVER_ADDRS[$i]}
+    for ((try = 0; ; try++)); do
+        if (exec 3<>"/dev/tcp/${addr%:*}/${addr##*:}") 2>/dev/null; then break; fi
+        if ! kill -0 "${SERVER_PIDS[$i]}" 2>/dev/null || (( try >= 100 )); then
+            echo "server $addr did not start; its log:" >&2
+            cat "$LOG_DIR/server-${SERVER_NAMES[$i]}.log" >&2
+            exit 1
+        fi
+        sleep 0.1
+    done
+done
+echo "servers up: $PEERS"
+
+# Clients.
+CLIENT_PIDS=()
+for ((j = 0; j < CLIENT_COUNT; j++)); do
+    if [[ $MODE == local ]]; then name="client$j"; host=localhost; else name=${NODES[$((SERVER_COUNT + j))]}; host=$name; fi
+    # shellcheck disable=SC2086 # client_args is a list of flags
+    start "$name" "$host" kvsclient -hosts "$PEERS" $CLIENT_ARGS
+    CLIENT_PIDS+=("$STARTED_PID")
+done
+
+# Progress every second, from the servers' own reports, until the clients end.
+SECONDS=0
+while :; do
+    running=0
+    for pid in "${CLIENT_PIDS[@]}"; do
+        if kill -0 "$pid" 2>/dev/null; then running=$((running + 1)); fi
+    done
+    if (( running == 0 )); then break; fi
+    line=""
+    for name in "${SERVER_NAMES[@]}"; do
+        rate=$( (grep '^ops/s' "$LOG_DIR/server-$name.log" 2>/dev/null || true) | tail -n 1 | awk '{printf "%.0f", $2}')
+        line+=" $name ${rate:-0} ops/s;"
+    done
+    printf '[%4ds] clients running %d;%s\n' "$SECONDS" "$running" "$line"
+    sleep 1
+done
+failed=0
+for ((j = 0; j < CLIENT_COUNT; j++)); do
+    if ! wait "${CLIENT_PIDS[$j]}"; then
+        failed=1
+        echo "client $j failed; the end of its log:" >&2
+        tail -n 5 "$LOG_DIR"/client-*.log >&2 || true
+    fi
+done
+grep -h -E '^(throughput|batch latency|client cpu_s)' "$LOG_DIR"/client-*.log || true
+
+# Stop the servers, then report.
+for pid in "${SERVER_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+for pid in "${SERVER_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+reports=()
+for name in "${SERVER_NAMES[@]}"; do reports+=("$LOG_DIR/server-$name.log"); done
+"$ROOT/bin/kvsreport" "${reports[@]}" | tee "$LOG_DIR/report.txt"
+exit "$failed"
