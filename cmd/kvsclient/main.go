@@ -161,7 +161,7 @@ func measure(ctx context.Context, cl *client.Client, o *options, stdout io.Write
 	hists := make([]latency.Histogram, o.numClients)
 	var firstErr atomic.Pointer[error]
 	var wg sync.WaitGroup
-	start := time.Now()
+	start, startProc := time.Now(), procstat.Read()
 	for i := range o.numClients {
 		wg.Add(1)
 		go func() {
@@ -229,7 +229,11 @@ loop:
 	fmt.Fprintf(stdout, "throughput %.0f ops/s\n", float64(done.Load())/elapsed)
 	fmt.Fprintf(stdout, "batch latency p50 %v p99 %v p99.9 %v max %v (%d batches)\n",
 		all.Quantile(0.5), all.Quantile(0.99), all.Quantile(0.999), all.Max(), all.Count())
-	fmt.Fprintf(stdout, "client cpu_s %.2f peak_rss_mib %.1f failed_ops %d\n", proc.CPU.Seconds(), float64(proc.PeakRSS)/(1<<20), failed.Load())
+	cpuPerMops := 0.0
+	if n := done.Load(); n > 0 {
+		cpuPerMops = (proc.CPU - startProc.CPU).Seconds() / (float64(n) / 1e6)
+	}
+	fmt.Fprintf(stdout, "client cpu_s/Mops %.3f peak_rss_mib %.1f failed_ops %d\n", cpuPerMops, float64(proc.PeakRSS)/(1<<20), failed.Load())
 	if e := firstErr.Load(); e != nil {
 		return fmt.Errorf("%d ops failed; first error: %w", failed.Load(), *e)
 	}

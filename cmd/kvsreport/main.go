@@ -58,10 +58,11 @@ func run(args []string, stdout io.Writer) error {
 		ops := steady(s.ops, s.loaded(), *skip)
 		m := median(ops)
 		total += m
-		if len(s.util) > 0 {
+		if len(s.util) > 0 && m > 0 {
 			u := steady(s.util, s.loaded(), *skip)
-			fmt.Fprintf(stdout, "%s cpu%% %.1f rss_mib %.1f rx_mib/s %.2f tx_mib/s %.2f (medians of %d samples)\n", name,
-				median(column(u, 0)), median(column(u, 1)), median(column(u, 2)), median(column(u, 3)), len(u))
+			cpu, rss, rx, tx := median(column(u, 0)), median(column(u, 1)), median(column(u, 2)), median(column(u, 3))
+			fmt.Fprintf(stdout, "%s cpu%% %.1f rss_mib %.1f rx_mib/s %.2f tx_mib/s %.2f cpu_s/Mops %.3f wire_bytes/op %.1f (medians of %d samples) peak_rss_mib %.1f\n",
+				name, cpu, rss, rx, tx, cpu/100/(m/1e6), (rx+tx)*(1<<20)/m, len(u), slices.Max(column(s.util, 1)))
 		}
 		fmt.Fprintf(stdout, "%s median %.0f op/s\n", name, m)
 	}

@@ -31,7 +31,9 @@ func TestReport(t *testing.T) {
 	require.Contains(t, out.String(), "node0 median 200 op/s\n")
 	require.Contains(t, out.String(), "node1 median 400 op/s\n")
 	require.True(t, strings.HasSuffix(out.String(), "total 600 op/s\n"), out.String())
-	require.Contains(t, out.String(), "node0 cpu% 50.0 rss_mib 100.0")
+	// 50% of a core for 200 op/s: 0.5 s / 200 ops = 2500 s per million ops;
+	// 3 MiB/s over 200 op/s.
+	require.Contains(t, out.String(), "node0 cpu% 50.0 rss_mib 100.0 rx_mib/s 1.00 tx_mib/s 2.00 cpu_s/Mops 2500.000 wire_bytes/op 15728.6")
 }
 
 func TestReportShortRunKeepsAllLoadedSamples(t *testing.T) {
