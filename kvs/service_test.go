@@ -1,6 +1,7 @@
 package kvs_test
 
 import (
+	"fmt"
 	"net/rpc"
 	"strconv"
 	"strings"
@@ -203,4 +204,43 @@ func TestOversizeBatches(t *testing.T) {
 		require.ErrorIs(t, err, client.ErrNotFound)
 	}
 	require.Equal(t, 1, c.servers[0].Store().Len(), "only the one accepted put was applied")
+}
+
+// TestConcurrentCallersCoalesce: single-op calls from many goroutines are
+// batched (far fewer RPCs than ops) and each caller reads its own writes.
+func TestConcurrentCallersCoalesce(t *testing.T) {
+	c := newTestCluster(t, 2, clusterOptions{})
+	cl := c.client(t)
+	const callers, each = 64, 50
+	errs := make(chan error, callers)
+	for g := range callers {
+		go func() {
+			for i := range each {
+				k := "g" + strconv.Itoa(g) + "-" + strconv.Itoa(i)
+				if err := cl.Put(t.Context(), k, k); err != nil {
+					errs <- err
+					return
+				}
+				v, err := cl.Get(t.Context(), k)
+				if err == nil && v != k {
+					err = fmt.Errorf("read %q after writing %q", v, k)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range callers {
+		require.NoError(t, <-errs)
+	}
+	var batches uint64
+	for _, s := range c.servers {
+		batches += s.Stats().Batches.Load()
+	}
+	ops := uint64(callers * each * 2)
+	t.Logf("%d ops in %d batches", ops, batches)
+	require.Less(t, batches, ops/2, "ops from concurrent callers should share batches")
 }
