@@ -35,6 +35,8 @@ import (
 	"github.com/batchkv/batchkv/wire"
 )
 
+var errNotInPeers = errors.New("kvs: Self is not among Peers")
+
 // Config configures a Server. Zero fields take the defaults given.
 type Config struct {
 	// Peers are the host:port addresses of every server of the cluster,

@@ -2,7 +2,6 @@ package kvs
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -167,5 +166,3 @@ func (s *Service) Put(req *wire.PutRequest, _ *wire.PutResponse) error {
 	_, err := s.one(wire.Op{Code: wire.OpPut, Key: req.Key, Value: req.Value})
 	return err
 }
-
-var errNotInPeers = errors.New("kvs: Self is not among Peers")

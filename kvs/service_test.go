@@ -69,12 +69,7 @@ func TestSingleOpCalls(t *testing.T) {
 func TestBatchesSplitAcrossServers(t *testing.T) {
 	c := newTestCluster(t, 3, clusterOptions{})
 	cl := c.client(t)
-	var puts, gets []wire.Op
-	for i := range 3000 {
-		k := strconv.Itoa(i)
-		puts = append(puts, wire.Op{Code: wire.OpPut, Key: k, Value: "v" + k})
-		gets = append(gets, wire.Op{Code: wire.OpGet, Key: k})
-	}
+	puts, gets := numberedOps(3000)
 	_, err := cl.Do(t.Context(), puts)
 	require.NoError(t, err)
 	res, err := cl.Do(t.Context(), gets)
@@ -101,12 +96,7 @@ func TestClientKnowingOneHostSeesWholeStore(t *testing.T) {
 	c := newTestCluster(t, 3, clusterOptions{})
 	full := c.client(t)
 	one := c.client(t, c.addrs[1])
-	var puts, gets []wire.Op
-	for i := range 500 {
-		k := strconv.Itoa(i)
-		puts = append(puts, wire.Op{Code: wire.OpPut, Key: k, Value: "v" + k})
-		gets = append(gets, wire.Op{Code: wire.OpGet, Key: k})
-	}
+	puts, gets := numberedOps(500)
 	_, err := one.Do(t.Context(), puts)
 	require.NoError(t, err)
 	res, err := full.Do(t.Context(), gets)
@@ -243,4 +233,15 @@ func TestConcurrentCallersCoalesce(t *testing.T) {
 	ops := uint64(callers * each * 2)
 	t.Logf("%d ops in %d batches", ops, batches)
 	require.Less(t, batches, ops/2, "ops from concurrent callers should share batches")
+}
+
+// numberedOps returns puts of keys "0".."n-1" (value "v"+key) and gets of
+// the same keys.
+func numberedOps(n int) (puts, gets []wire.Op) {
+	for i := range n {
+		k := strconv.Itoa(i)
+		puts = append(puts, wire.Op{Code: wire.OpPut, Key: k, Value: "v" + k})
+		gets = append(gets, wire.Op{Code: wire.OpGet, Key: k})
+	}
+	return puts, gets
 }
