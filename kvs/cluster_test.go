@@ -20,6 +20,7 @@ type testCluster struct {
 }
 
 type clusterOptions struct {
+	store        string                    // kvs.NewStore name; empty is kvs.DefaultStore
 	wrap         func(kvs.Store) kvs.Store // wraps each server's store (planted bugs)
 	frameTimeout time.Duration
 }
@@ -43,7 +44,12 @@ func newTestCluster(t *testing.T, n int, opts clusterOptions) *testCluster {
 		if n > 1 {
 			cfg.Peers = c.addrs
 		}
-		store := kvs.Store(kvs.NewSyncMapStore())
+		name := opts.store
+		if name == "" {
+			name = kvs.DefaultStore
+		}
+		store, ok := kvs.NewStore(name)
+		require.True(t, ok, "no store %q", name)
 		if opts.wrap != nil {
 			store = opts.wrap(store)
 		}

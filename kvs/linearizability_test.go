@@ -125,6 +125,7 @@ type linWorkload struct {
 	keys         int
 	batches      int // per client
 	maxBatchOps  int
+	store        string
 	wrap         func(kvs.Store) kvs.Store
 	seed         uint64
 	failedOps    atomic.Int64
@@ -135,7 +136,7 @@ type linWorkload struct {
 func (w *linWorkload) run(t *testing.T) []porcupine.Operation {
 	t.Helper()
 	t.Logf("seed %d", w.seed)
-	c := newTestCluster(t, w.servers, clusterOptions{wrap: w.wrap})
+	c := newTestCluster(t, w.servers, clusterOptions{store: w.store, wrap: w.wrap})
 	h := &history{start: time.Now()}
 	var wg sync.WaitGroup
 	for id := range w.clients {
@@ -197,12 +198,18 @@ func newLinWorkload() *linWorkload {
 // TestLinearizable: 10 clients, half routing themselves and half sending
 // through one server that forwards, run batches of gets, puts and deletes
 // over 6 hot keys on 3 servers; the history must be linearizable per key.
+// It runs once per Store implementation.
 func TestLinearizable(t *testing.T) {
-	w := newLinWorkload()
-	ops := w.run(t)
-	require.Zero(t, w.failedOps.Load(), "no faults were injected, so no op may fail")
-	require.Greater(t, len(ops), 2000)
-	require.Equal(t, porcupine.Ok, check(t, ops))
+	for _, store := range kvs.Stores {
+		t.Run(store, func(t *testing.T) {
+			w := newLinWorkload()
+			w.store = store
+			ops := w.run(t)
+			require.Zero(t, w.failedOps.Load(), "no faults were injected, so no op may fail")
+			require.Greater(t, len(ops), 2000)
+			require.Equal(t, porcupine.Ok, check(t, ops))
+		})
+	}
 }
 
 // staleStore is a planted bug: after a put, a get sometimes serves the
@@ -217,19 +224,19 @@ type staleStore struct {
 func (s *staleStore) Put(key, value string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if old, ok := s.Store.Get(key); ok {
+	if old, ok := kvs.Get(s.Store, key); ok {
 		s.prev[key] = old
 	}
 	s.Store.Put(key, value)
 }
 
-func (s *staleStore) Get(key string) (string, bool) {
+func (s *staleStore) AppendGet(dst []byte, key string) ([]byte, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old, ok := s.prev[key]; ok && s.rng.IntN(4) == 0 {
-		return old, true
+		return append(dst, old...), true
 	}
-	return s.Store.Get(key)
+	return s.Store.AppendGet(dst, key)
 }
 
 // lossyStore is a planted bug: it acknowledges every fifth put without

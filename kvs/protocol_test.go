@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batchkv/batchkv/kvs"
 	"github.com/batchkv/batchkv/wire"
 )
 
@@ -119,7 +120,7 @@ func TestMalformedBodyKeepsConnection(t *testing.T) {
 	seq, msg = readResp()
 	require.Equal(t, uint64(2), seq)
 	require.Empty(t, msg)
-	v, ok := c.servers[0].Store().Get("k")
+	v, ok := kvs.Get(c.servers[0].Store(), "k")
 	require.True(t, ok)
 	require.Equal(t, "v", v)
 }

@@ -48,7 +48,7 @@ type Config struct {
 	// VirtualNodes per server on the ring; clients must use the same.
 	// Zero means ring.DefaultVirtualNodes.
 	VirtualNodes int
-	// Store holds the data. Nil means a new SyncMapStore.
+	// Store holds the data. Nil means a new store of kind DefaultStore.
 	Store Store
 	// HandshakeTimeout bounds how long a new connection may take to send
 	// its first bytes. Default 10s.
@@ -69,7 +69,7 @@ func (c *Config) validate() error {
 		c.FrameTimeout = 30 * time.Second
 	}
 	if c.Store == nil {
-		c.Store = NewSyncMapStore()
+		c.Store, _ = NewStore(DefaultStore)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

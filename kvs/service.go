@@ -3,7 +3,9 @@ package kvs
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/batchkv/batchkv/client"
 	"github.com/batchkv/batchkv/ring"
@@ -23,6 +25,28 @@ type Service struct {
 	ring  *ring.Ring     // nil for a server that owns every key
 	self  int            // our index in ring
 	fwd   *client.Client // to the other servers; nil when ring is nil
+
+	// valueBytes is the mean value size read by the last batch, plus one:
+	// the next batch sizes its value buffer from it.
+	valueBytes atomic.Uint64
+}
+
+// valueBufSize guesses the bytes of values that a batch of n ops will read.
+func (s *Service) valueBufSize(n int) int {
+	per := s.valueBytes.Load()
+	if per == 0 {
+		per = 64
+	}
+	return int(min(uint64(n)*per, wire.MaxFrameBytes))
+}
+
+// aliasString returns b as a string without copying it. The caller must
+// never modify b's bytes again; append beyond them is fine.
+func aliasString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
 }
 
 // BatchOp applies args.Ops in order and answers one result per op.
@@ -58,32 +82,30 @@ func (s *Service) BatchOp(args *wire.BatchArgs, reply *wire.BatchReply) error {
 }
 
 // apply applies ops to the local store, in order, writing their results.
+// The values read are copied into one buffer per call, which the results'
+// values alias.
 func (s *Service) apply(ops []wire.Op, results []wire.Result) {
 	var gets, puts, dels, rejected uint64
 	for i := range ops {
-		op := &ops[i]
-		if st := op.Check(); st != wire.StatusOK {
-			results[i] = wire.Result{Status: st}
+		switch {
+		case ops[i].Check() != wire.StatusOK:
 			rejected++
-			continue
-		}
-		switch op.Code {
-		case wire.OpGet:
+		case ops[i].Code == wire.OpGet:
 			gets++
-			if v, ok := s.store.Get(op.Key); ok {
-				results[i] = wire.Result{Status: wire.StatusOK, Value: v}
-			} else {
-				results[i] = wire.Result{Status: wire.StatusNotFound}
-			}
-		case wire.OpPut:
+		case ops[i].Code == wire.OpPut:
 			puts++
-			s.store.Put(op.Key, op.Value)
-			results[i] = wire.Result{Status: wire.StatusOK}
-		case wire.OpDelete:
+		default:
 			dels++
-			s.store.Delete(op.Key)
-			results[i] = wire.Result{Status: wire.StatusOK}
 		}
+	}
+	vals := make([]byte, 0, s.valueBufSize(len(ops)))
+	if bs, ok := s.store.(BatchStore); ok && rejected == 0 {
+		vals = bs.ApplyBatch(ops, results, vals)
+	} else {
+		vals = s.applyEach(ops, results, vals)
+	}
+	if gets > 0 {
+		s.valueBytes.Store(uint64(len(vals))/gets + 1)
 	}
 	// One atomic add per counter per batch, not per op.
 	if gets > 0 {
@@ -98,6 +120,35 @@ func (s *Service) apply(ops []wire.Op, results []wire.Result) {
 	if rejected > 0 {
 		s.stats.Rejected.Add(rejected)
 	}
+}
+
+// applyEach applies ops one by one, in order, and returns vals with the
+// values read appended.
+func (s *Service) applyEach(ops []wire.Op, results []wire.Result, vals []byte) []byte {
+	for i := range ops {
+		op := &ops[i]
+		if st := op.Check(); st != wire.StatusOK {
+			results[i] = wire.Result{Status: st}
+			continue
+		}
+		switch op.Code {
+		case wire.OpGet:
+			start := len(vals)
+			var ok bool
+			if vals, ok = s.store.AppendGet(vals, op.Key); ok {
+				results[i] = wire.Result{Status: wire.StatusOK, Value: aliasString(vals[start:])}
+			} else {
+				results[i] = wire.Result{Status: wire.StatusNotFound}
+			}
+		case wire.OpPut:
+			s.store.Put(op.Key, op.Value)
+			results[i] = wire.Result{Status: wire.StatusOK}
+		case wire.OpDelete:
+			s.store.Delete(op.Key)
+			results[i] = wire.Result{Status: wire.StatusOK}
+		}
+	}
+	return vals
 }
 
 // route applies the ops this server owns and forwards the rest. Ops on one

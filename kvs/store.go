@@ -1,13 +1,20 @@
 package kvs
 
-import "sync"
+import (
+	"strings"
+	"sync"
+)
 
 // Store is the map a server keeps its keys in. Implementations are safe for
-// concurrent use and make every call atomic: a Get sees a Put either wholly
-// or not at all.
+// concurrent use and make every call atomic: a read sees a write either
+// wholly or not at all.
+//
+// Arguments may alias buffers that the caller reuses once the call returns,
+// so a store copies whatever it keeps.
 type Store interface {
-	// Get returns the value of key and whether it is present.
-	Get(key string) (string, bool)
+	// AppendGet appends the value of key to dst and reports whether key is
+	// present; when it is not, dst is returned unchanged.
+	AppendGet(dst []byte, key string) ([]byte, bool)
 	// Put sets key to value.
 	Put(key, value string)
 	// Delete removes key; deleting a missing key is not an error.
@@ -16,8 +23,34 @@ type Store interface {
 	Len() int
 }
 
+// Get returns the value of key in s and whether it is present, in a string
+// of its own.
+func Get(s Store, key string) (string, bool) {
+	v, ok := s.AppendGet(nil, key)
+	return string(v), ok
+}
+
+// Stores names the Store implementations that NewStore knows.
+var Stores = []string{"arena", "syncmap"}
+
+// DefaultStore is the name of the Store a server uses unless told otherwise.
+const DefaultStore = "arena"
+
+// NewStore returns an empty store of the named implementation: "arena"
+// (ArenaStore) or "syncmap" (SyncMapStore).
+func NewStore(name string) (Store, bool) {
+	switch name {
+	case "arena":
+		return NewArenaStore(), true
+	case "syncmap":
+		return NewSyncMapStore(), true
+	}
+	return nil, false
+}
+
 // SyncMapStore is a Store over sync.Map, the course project's choice: reads
-// of keys that are not being written take no lock.
+// of keys that are not being written take no lock. Every key and value is a
+// string of its own on the heap, which the garbage collector scans.
 type SyncMapStore struct {
 	m sync.Map
 }
@@ -25,17 +58,19 @@ type SyncMapStore struct {
 // NewSyncMapStore returns an empty store.
 func NewSyncMapStore() *SyncMapStore { return &SyncMapStore{} }
 
-// Get implements Store.
-func (s *SyncMapStore) Get(key string) (string, bool) {
+// AppendGet implements Store.
+func (s *SyncMapStore) AppendGet(dst []byte, key string) ([]byte, bool) {
 	v, ok := s.m.Load(key)
 	if !ok {
-		return "", false
+		return dst, false
 	}
-	return v.(string), true
+	return append(dst, v.(string)...), true
 }
 
 // Put implements Store.
-func (s *SyncMapStore) Put(key, value string) { s.m.Store(key, value) }
+func (s *SyncMapStore) Put(key, value string) {
+	s.m.Store(strings.Clone(key), strings.Clone(value))
+}
 
 // Delete implements Store.
 func (s *SyncMapStore) Delete(key string) { s.m.Delete(key) }

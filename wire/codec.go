@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strings"
 )
 
 // Binary body encoding (all integers little endian, lengths as uvarints):
@@ -14,11 +13,9 @@ import (
 //
 // Decoding makes one string of the whole body and slices keys and values
 // out of it, so a batch costs one allocation for its bytes rather than one
-// per op. The price is that a substring keeps the whole body alive, so the
-// decoder clones what may outlive the request: the key and value of a put,
-// which the store keeps. Keys of gets and deletes are only looked up and
-// alias the body. Reply values alias the reply body; callers that keep a
-// value for long should clone it (client.Client does).
+// per op. The price is that a substring keeps the whole body alive: whoever
+// keeps a key or value for long should copy it (the server's stores copy
+// what they keep; client.Client copies the values it hands out one by one).
 
 // ErrMalformed is returned (wrapped) when bytes do not decode as a batch.
 var ErrMalformed = errors.New("wire: malformed batch")
@@ -178,9 +175,6 @@ func DecodeBatchArgs(body []byte, a *BatchArgs) error {
 		op.Value = ""
 		if op.Code == OpPut {
 			op.Value = r.str()
-			// The store keeps both: do not let them pin the body.
-			op.Key = strings.Clone(op.Key)
-			op.Value = strings.Clone(op.Value)
 		}
 	}
 	return r.finish()

@@ -43,6 +43,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	vnodes := fs.Int("vnodes", 0, "virtual nodes per server on the ring; clients must use the same (0: the default, 1024)")
 	report := fs.Duration("report", time.Second, "interval of the rate report (0: no report)")
 	frameTimeout := fs.Duration("frame-timeout", 30*time.Second, "close a connection whose request frame stalls this long")
+	storeName := fs.String("store", kvs.DefaultStore, "store implementation: "+strings.Join(kvs.Stores, " or "))
+	admin := fs.String("admin", "", "host:port of the admin HTTP server with /debug/pprof (empty: none)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -50,7 +52,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	cfg := kvs.Config{VirtualNodes: *vnodes, FrameTimeout: *frameTimeout, Logger: log}
+	store, ok := kvs.NewStore(*storeName)
+	if !ok {
+		return fmt.Errorf("-store %q: want one of %v", *storeName, kvs.Stores)
+	}
+	cfg := kvs.Config{VirtualNodes: *vnodes, FrameTimeout: *frameTimeout, Logger: log, Store: store}
 	if *peers != "" {
 		cfg.Peers = strings.Split(*peers, ",")
 		cfg.Self = *self
@@ -69,7 +75,15 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	log.Info("serving", "addr", ln.Addr().String(), "peers", cfg.Peers, "self", cfg.Self)
+	log.Info("serving", "addr", ln.Addr().String(), "peers", cfg.Peers, "self", cfg.Self, "store", *storeName)
+	if *admin != "" {
+		stopAdmin, err := serveAdmin(*admin, log)
+		if err != nil {
+			_ = srv.Close()
+			return err
+		}
+		defer stopAdmin()
+	}
 	done := make(chan struct{})
 	defer close(done)
 	if *report > 0 {

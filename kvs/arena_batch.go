@@ -1,0 +1,144 @@
+package kvs
+
+import (
+	"hash/maphash"
+	"sync"
+
+	"github.com/batchkv/batchkv/wire"
+)
+
+// BatchStore is a Store that can apply a whole batch in one call, faster
+// than op by op. The service uses it when the store has it.
+type BatchStore interface {
+	Store
+	// ApplyBatch applies ops, every one of which has passed wire.Op.Check,
+	// and writes op i's result to results[i]. Ops on one key take effect in
+	// their order in ops; ops on different keys in any order. The values
+	// read are appended to vals, which the results' values then alias, and
+	// the grown vals is returned.
+	ApplyBatch(ops []wire.Op, results []wire.Result, vals []byte) []byte
+}
+
+// lookahead is how many ops of one shard ApplyBatch starts fetching from
+// memory before it works on the first of them.
+const lookahead = 8
+
+// batchScratch holds ApplyBatch's per-call index arrays.
+type batchScratch struct {
+	hash  []uint64
+	order []int32
+}
+
+var batchScratchPool = sync.Pool{New: func() any { return new(batchScratch) }}
+
+// ApplyBatch implements BatchStore.
+//
+// A lookup over millions of keys is two cache misses (its slot, then its
+// record), and done one op at a time they are paid one after the other: a
+// lock's atomic instruction between ops keeps the processor from starting
+// the next op's loads early. So ApplyBatch sorts the ops by shard (stably,
+// which keeps each key's ops in order), takes each shard's lock once for
+// all of its ops, and walks them in groups: first it touches the slots and
+// records of a group, so that their misses overlap, then it applies the
+// group's ops, whose data is by then in the cache.
+func (s *ArenaStore) ApplyBatch(ops []wire.Op, results []wire.Result, vals []byte) []byte {
+	sc := batchScratchPool.Get().(*batchScratch)
+	defer batchScratchPool.Put(sc)
+	if cap(sc.hash) < len(ops) {
+		sc.hash = make([]uint64, len(ops))
+		sc.order = make([]int32, len(ops))
+	}
+	hashes, order := sc.hash[:len(ops)], sc.order[:len(ops)]
+
+	// Counting sort by shard. start[sh] ends up as the first position of
+	// shard sh's ops in order.
+	var start [arenaShards + 1]int32
+	var writes [arenaShards]bool
+	for i := range ops {
+		h := maphash.String(s.seed, ops[i].Key)
+		hashes[i] = h
+		sh := h >> (64 - arenaShardBits)
+		start[sh+1]++
+		if ops[i].Code != wire.OpGet {
+			writes[sh] = true
+		}
+	}
+	for sh := 1; sh <= arenaShards; sh++ {
+		start[sh] += start[sh-1]
+	}
+	next := start
+	for i := range ops {
+		sh := hashes[i] >> (64 - arenaShardBits)
+		order[next[sh]] = int32(i)
+		next[sh]++
+	}
+
+	var sink byte
+	for sh := range arenaShards {
+		group := order[start[sh]:start[sh+1]]
+		if len(group) == 0 {
+			continue
+		}
+		shard := &s.shards[sh]
+		if writes[sh] {
+			shard.mu.Lock()
+		} else {
+			shard.mu.RLock()
+		}
+		for len(group) > 0 {
+			n := min(lookahead, len(group))
+			sink ^= shard.touch(group[:n], hashes)
+			for _, i := range group[:n] {
+				vals = shard.apply(&ops[i], &results[i], hashes[i], vals)
+			}
+			group = group[n:]
+		}
+		if writes[sh] {
+			shard.mu.Unlock()
+		} else {
+			shard.mu.RUnlock()
+		}
+	}
+	s.sink.Store(uint32(sink))
+	return vals
+}
+
+// touch loads the home slot of each op and, where the slot's tag matches,
+// the first byte of its record, and returns them folded together so that
+// the loads cannot be left out. The loads are independent of each other,
+// so their cache misses overlap.
+func (sh *arenaShard) touch(group []int32, hashes []uint64) byte {
+	mask := uint64(len(sh.slots) - 1)
+	var x byte
+	for _, i := range group {
+		h := hashes[i]
+		slot := sh.slots[h&mask]
+		if slot != 0 && slot != tombstone && slot>>tagShift == tagOf(h) {
+			x ^= sh.arena[slot&offMask-1]
+		}
+	}
+	return x
+}
+
+// apply applies one op; the caller holds the shard's lock, exclusively if
+// the op writes.
+func (sh *arenaShard) apply(op *wire.Op, res *wire.Result, h uint64, vals []byte) []byte {
+	switch op.Code {
+	case wire.OpGet:
+		i, found := sh.find(op.Key, h)
+		if !found {
+			*res = wire.Result{Status: wire.StatusNotFound}
+			return vals
+		}
+		at := len(vals)
+		vals = append(vals, sh.value(int(sh.slots[i]&offMask)-1)...)
+		*res = wire.Result{Status: wire.StatusOK, Value: aliasString(vals[at:])}
+	case wire.OpPut:
+		sh.put(op.Key, op.Value, h)
+		*res = wire.Result{Status: wire.StatusOK}
+	case wire.OpDelete:
+		sh.delete(op.Key, h)
+		*res = wire.Result{Status: wire.StatusOK}
+	}
+	return vals
+}

@@ -1,0 +1,28 @@
+package kvs
+
+import (
+	"hash/maphash"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batchkv/batchkv/wire"
+)
+
+// TestApplyBatchTagZeroOnEmptySlot: a key whose hash tag is 0 matches an
+// empty slot's tag bits; the prefetching pass must not take that slot for
+// a record. Found by a standard run, where the server panicked.
+func TestApplyBatchTagZeroOnEmptySlot(t *testing.T) {
+	s := NewArenaStore()
+	key := ""
+	for i := 0; key == ""; i++ {
+		if k := strconv.Itoa(i); tagOf(maphash.String(s.seed, k)) == 0 {
+			key = k
+		}
+	}
+	ops := []wire.Op{{Code: wire.OpGet, Key: key}, {Code: wire.OpPut, Key: key, Value: "v"}, {Code: wire.OpGet, Key: key}}
+	res := make([]wire.Result, len(ops))
+	s.ApplyBatch(ops, res, nil)
+	require.Equal(t, []wire.Result{{Status: wire.StatusNotFound}, {Status: wire.StatusOK}, {Status: wire.StatusOK, Value: "v"}}, res)
+}

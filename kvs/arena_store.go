@@ -1,0 +1,260 @@
+package kvs
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+)
+
+// ArenaStore is a Store built for lookups over millions of keys: a hash
+// table split into shards, each an open-addressing table of 8-byte slots
+// over one byte slice (the arena) that holds every key and value of the
+// shard back to back. Neither slice contains a pointer, so the garbage
+// collector never scans the data, and a lookup touches two places in
+// memory: the slot, and the record it points to, where the key and value
+// sit together.
+//
+// Each shard has a sync.RWMutex: reads of a shard share it, a write holds
+// it alone. A put whose value fits the old one's room overwrites it in
+// place; otherwise the record is appended and the old one becomes garbage,
+// which a shard reclaims by compacting once it is half its arena.
+//
+// Keys may be up to 65,535 bytes and values up to 4 GiB - 1 (far above the
+// wire's limits); Put panics beyond that.
+type ArenaStore struct {
+	seed   maphash.Seed
+	shards [arenaShards]arenaShard
+	sink   atomic.Uint32 // where ApplyBatch's prefetching loads end up
+}
+
+const (
+	arenaShardBits = 8
+	arenaShards    = 1 << arenaShardBits
+
+	// A slot is tag<<tagShift | (offset+1) with the tag taken from the
+	// key's hash, so most mismatches are rejected without reading the
+	// arena. 0 is an empty slot.
+	tagShift  = 48
+	offMask   = 1<<tagShift - 1
+	tombstone = offMask // a deleted slot: probing goes on past it
+
+	// Record header: key length u16, value room u32, value length u32.
+	recHeader = 2 + 4 + 4
+
+	minSlots = 64
+
+	maxArenaKey   = 1<<16 - 1 // a key's length must fit its u16
+	maxArenaValue = 1<<32 - 1 // a value's, its u32
+)
+
+type arenaShard struct {
+	mu      sync.RWMutex
+	seed    maphash.Seed // the store's, to rehash keys when rebuilding
+	slots   []uint64
+	arena   []byte
+	live    int // keys present
+	used    int // slots not empty: live keys and tombstones
+	garbage int // arena bytes of dead records
+	_       [64]byte
+}
+
+// NewArenaStore returns an empty store.
+func NewArenaStore() *ArenaStore {
+	s := &ArenaStore{seed: maphash.MakeSeed()}
+	for i := range s.shards {
+		s.shards[i].slots = make([]uint64, minSlots)
+		s.shards[i].seed = s.seed
+	}
+	return s
+}
+
+func (s *ArenaStore) locate(key string) (*arenaShard, uint64) {
+	h := maphash.String(s.seed, key)
+	return &s.shards[h>>(64-arenaShardBits)], h
+}
+
+// tagOf takes 16 bits of h that pick neither the shard nor, in tables of
+// up to 2^40 slots, the home slot.
+func tagOf(h uint64) uint64 { return (h >> 40) & 0xffff }
+
+// AppendGet implements Store.
+func (s *ArenaStore) AppendGet(dst []byte, key string) ([]byte, bool) {
+	sh, h := s.locate(key)
+	sh.mu.RLock()
+	i, found := sh.find(key, h)
+	if found {
+		off := int(sh.slots[i]&offMask) - 1
+		dst = append(dst, sh.value(off)...)
+	}
+	sh.mu.RUnlock()
+	return dst, found
+}
+
+// Put implements Store.
+func (s *ArenaStore) Put(key, value string) {
+	sh, h := s.locate(key)
+	sh.mu.Lock()
+	sh.put(key, value, h)
+	sh.mu.Unlock()
+}
+
+// Delete implements Store.
+func (s *ArenaStore) Delete(key string) {
+	sh, h := s.locate(key)
+	sh.mu.Lock()
+	sh.delete(key, h)
+	sh.mu.Unlock()
+}
+
+// Len implements Store.
+func (s *ArenaStore) Len() int {
+	n := 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.RLock()
+		n += sh.live
+		sh.mu.RUnlock()
+	}
+	return n
+}
+
+// find returns the slot holding key, or, when key is absent, the slot
+// where it would go (the first tombstone on its probe path, else the empty
+// slot that ended it).
+func (sh *arenaShard) find(key string, h uint64) (int, bool) {
+	mask := len(sh.slots) - 1
+	tag := tagOf(h)
+	free := -1
+	for i := int(h) & mask; ; i = (i + 1) & mask {
+		slot := sh.slots[i]
+		switch {
+		case slot == 0:
+			if free < 0 {
+				free = i
+			}
+			return free, false
+		case slot == tombstone:
+			if free < 0 {
+				free = i
+			}
+		case slot>>tagShift == tag && sh.key(int(slot&offMask)-1) == key:
+			return i, true
+		}
+	}
+}
+
+func (sh *arenaShard) key(off int) string {
+	n := int(binary.LittleEndian.Uint16(sh.arena[off:]))
+	return string(sh.arena[off+recHeader : off+recHeader+n]) // compared, not kept: no copy
+}
+
+func (sh *arenaShard) value(off int) []byte {
+	klen := int(binary.LittleEndian.Uint16(sh.arena[off:]))
+	vlen := int(binary.LittleEndian.Uint32(sh.arena[off+6:]))
+	at := off + recHeader + klen
+	return sh.arena[at : at+vlen]
+}
+
+func (sh *arenaShard) recordSize(off int) int {
+	klen := int(binary.LittleEndian.Uint16(sh.arena[off:]))
+	room := int(binary.LittleEndian.Uint32(sh.arena[off+2:]))
+	return recHeader + klen + room
+}
+
+// appendRecord adds a record for key and value to the arena and returns
+// its slot word.
+func (sh *arenaShard) appendRecord(key, value string, h uint64) uint64 {
+	if len(key) > maxArenaKey || uint64(len(value)) > maxArenaValue {
+		// The service checks wire's far smaller limits before it gets here.
+		panic(fmt.Sprintf("kvs: ArenaStore record too large: key %d bytes, value %d", len(key), len(value)))
+	}
+	off := len(sh.arena)
+	var hdr [recHeader]byte
+	binary.LittleEndian.PutUint16(hdr[0:], uint16(len(key)))
+	binary.LittleEndian.PutUint32(hdr[2:], uint32(len(value)))
+	binary.LittleEndian.PutUint32(hdr[6:], uint32(len(value)))
+	sh.arena = append(sh.arena, hdr[:]...)
+	sh.arena = append(sh.arena, key...)
+	sh.arena = append(sh.arena, value...)
+	return tagOf(h)<<tagShift | uint64(off+1)
+}
+
+func (sh *arenaShard) put(key, value string, h uint64) {
+	i, found := sh.find(key, h)
+	if found {
+		off := int(sh.slots[i]&offMask) - 1
+		klen := int(binary.LittleEndian.Uint16(sh.arena[off:]))
+		if room := int(binary.LittleEndian.Uint32(sh.arena[off+2:])); len(value) <= room {
+			binary.LittleEndian.PutUint32(sh.arena[off+6:], uint32(len(value)))
+			copy(sh.arena[off+recHeader+klen:], value)
+			return
+		}
+		sh.garbage += sh.recordSize(off)
+		sh.slots[i] = sh.appendRecord(key, value, h)
+		sh.maybeCompact()
+		return
+	}
+	if sh.slots[i] == 0 {
+		sh.used++
+	}
+	sh.slots[i] = sh.appendRecord(key, value, h)
+	sh.live++
+	if sh.used*4 > len(sh.slots)*3 { // over 3/4 full: grow, or just sweep tombstones
+		n := len(sh.slots)
+		if sh.live*2 > n {
+			n *= 2
+		}
+		sh.rebuild(n, false)
+	}
+}
+
+func (sh *arenaShard) delete(key string, h uint64) {
+	if i, found := sh.find(key, h); found {
+		sh.garbage += sh.recordSize(int(sh.slots[i]&offMask) - 1)
+		sh.slots[i] = tombstone
+		sh.live--
+		sh.maybeCompact()
+	}
+}
+
+// maybeCompact rebuilds the shard once dead records are half its arena.
+func (sh *arenaShard) maybeCompact() {
+	if sh.garbage > 1<<12 && sh.garbage*2 > len(sh.arena) {
+		sh.rebuild(len(sh.slots), true)
+	}
+}
+
+// rebuild rehashes the live records into a table of n slots, which drops
+// the tombstones, and with compact copies them into a new arena, which
+// drops the garbage.
+func (sh *arenaShard) rebuild(n int, compact bool) {
+	old, arena := sh.slots, sh.arena
+	sh.slots = make([]uint64, n)
+	if compact {
+		sh.arena = make([]byte, 0, len(arena)-sh.garbage)
+		sh.garbage = 0
+	}
+	mask := n - 1
+	for _, slot := range old {
+		if slot == 0 || slot == tombstone {
+			continue
+		}
+		off := int(slot&offMask) - 1
+		klen := int(binary.LittleEndian.Uint16(arena[off:]))
+		key := arena[off+recHeader : off+recHeader+klen]
+		h := maphash.Bytes(sh.seed, key)
+		if compact {
+			size := recHeader + klen + int(binary.LittleEndian.Uint32(arena[off+2:]))
+			slot = tagOf(h)<<tagShift | uint64(len(sh.arena)+1)
+			sh.arena = append(sh.arena, arena[off:off+size]...)
+		}
+		i := int(h) & mask
+		for sh.slots[i] != 0 {
+			i = (i + 1) & mask
+		}
+		sh.slots[i] = slot
+	}
+	sh.used = sh.live
+}

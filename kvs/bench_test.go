@@ -1,0 +1,164 @@
+package kvs
+
+// Benchmarks of the server's side alone, on one goroutine: the store over
+// the standard run's 1,000,000 keys and the work of one batch from request
+// bytes to reply bytes. Run with -cpu 1 for what one core can do, and
+// compare commits with benchstat:
+//
+//	go test -run XXX -bench . -cpu 1 -count 10 ./kvs/ > new.txt
+//
+// Each reports ns/op per benchmark iteration and, for batches, ns/kvop
+// per op within the batch.
+
+import (
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/batchkv/batchkv/wire"
+	"github.com/batchkv/batchkv/workload"
+)
+
+const (
+	benchRecords    = workload.DefaultRecords
+	benchValueBytes = workload.DefaultValueBytes
+	benchBatchOps   = 8192
+)
+
+var (
+	benchStoreMu   sync.Mutex
+	benchStore     Store // the last store loadedStore loaded
+	benchStoreName string
+)
+
+// loadedStore returns a store of the given kind holding every key of the
+// standard run, loaded in key order as kvsclient's preload loads them.
+// It keeps one store at a time, so that a benchmark's garbage collections
+// do not also scan another kind's store.
+func loadedStore(b *testing.B, name string) Store {
+	benchStoreMu.Lock()
+	defer benchStoreMu.Unlock()
+	if benchStoreName == name {
+		return benchStore
+	}
+	benchStore, benchStoreName = nil, ""
+	runtime.GC()
+	s, ok := NewStore(name)
+	if !ok {
+		b.Fatalf("no store %q", name)
+	}
+	keys := workload.Keys(benchRecords)
+	value := workload.Value(benchValueBytes, 1)
+	for _, k := range keys {
+		s.Put(k, value)
+	}
+	benchStore, benchStoreName = s, name
+	return s
+}
+
+// zipfKeys returns n keys drawn as YCSB's Zipfian draws them.
+func zipfKeys(b *testing.B, n int) []string {
+	gen, err := workload.New(workload.Config{Name: "YCSB-C", Records: benchRecords, Seed: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = gen.Next().Key
+	}
+	return keys
+}
+
+func BenchmarkStoreGet(b *testing.B) {
+	for _, name := range Stores {
+		b.Run(name, func(b *testing.B) {
+			s := loadedStore(b, name)
+			keys := zipfKeys(b, 1<<20)
+			buf := make([]byte, 0, 1024)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				var ok bool
+				if buf, ok = s.AppendGet(buf[:0], keys[i&(len(keys)-1)]); !ok {
+					b.Fatal("miss")
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkStorePut(b *testing.B) {
+	for _, name := range Stores {
+		b.Run(name, func(b *testing.B) {
+			s := loadedStore(b, name)
+			keys := zipfKeys(b, 1<<20)
+			value := workload.Value(benchValueBytes, 2)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				s.Put(keys[i&(len(keys)-1)], value)
+			}
+		})
+	}
+}
+
+// ycsbBatches returns encoded BatchOp request bodies of YCSB-B ops.
+func ycsbBatches(b *testing.B, n int) [][]byte {
+	gen, err := workload.New(workload.Config{Name: "YCSB-B", Records: benchRecords, Seed: 3})
+	if err != nil {
+		b.Fatal(err)
+	}
+	value := workload.Value(benchValueBytes, 3)
+	bodies := make([][]byte, n)
+	for i := range bodies {
+		args := wire.BatchArgs{Ops: make([]wire.Op, benchBatchOps)}
+		for j := range args.Ops {
+			op := gen.Next()
+			args.Ops[j] = wire.Op{Code: wire.OpGet, Key: op.Key}
+			if !op.Read {
+				args.Ops[j] = wire.Op{Code: wire.OpPut, Key: op.Key, Value: value}
+			}
+		}
+		bodies[i] = wire.AppendBatchArgs(nil, &args)
+	}
+	return bodies
+}
+
+// BenchmarkServerBatch is the server's CPU work for one 8192-op YCSB-B
+// batch, without the network: decode the request body, apply it to a
+// store of 1,000,000 keys, encode the reply.
+func BenchmarkServerBatch(b *testing.B) {
+	variants := []struct {
+		name, store string
+		each        bool // hide BatchStore: apply op by op
+	}{
+		{"syncmap", "syncmap", true},
+		{"arena-each", "arena", true},
+		{"arena", "arena", false},
+	}
+	for _, v := range variants {
+		b.Run(v.name, func(b *testing.B) {
+			var store Store = loadedStore(b, v.store)
+			if v.each {
+				store = struct{ Store }{store}
+			}
+			svc := &Service{store: store, stats: &Stats{}}
+			bodies := ycsbBatches(b, 64)
+			var args wire.BatchArgs
+			var out []byte
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := wire.DecodeBatchArgs(bodies[i%len(bodies)], &args); err != nil {
+					b.Fatal(err)
+				}
+				var reply wire.BatchReply
+				if err := svc.BatchOp(&args, &reply); err != nil || reply.Status != wire.StatusOK {
+					b.Fatal(err, reply.Status)
+				}
+				out = wire.AppendBatchReply(out[:0], &reply)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchBatchOps), "ns/kvop")
+		})
+	}
+}

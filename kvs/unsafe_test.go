@@ -1,0 +1,5 @@
+package kvs_test
+
+import "unsafe"
+
+func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
