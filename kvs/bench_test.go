@@ -64,7 +64,7 @@ func zipfKeys(b *testing.B, n int) []string {
 	}
 	keys := make([]string, n)
 	for i := range keys {
-		keys[i] = gen.Next().Key
+		keys[i] = workload.Key(gen.Next().Record)
 	}
 	return keys
 }
@@ -114,9 +114,10 @@ func ycsbBatches(b *testing.B, n int) [][]byte {
 		args := wire.BatchArgs{Ops: make([]wire.Op, benchBatchOps)}
 		for j := range args.Ops {
 			op := gen.Next()
-			args.Ops[j] = wire.Op{Code: wire.OpGet, Key: op.Key}
+			key := workload.Key(op.Record)
+			args.Ops[j] = wire.Op{Code: wire.OpGet, Key: key}
 			if !op.Read {
-				args.Ops[j] = wire.Op{Code: wire.OpPut, Key: op.Key, Value: value}
+				args.Ops[j] = wire.Op{Code: wire.OpPut, Key: key, Value: value}
 			}
 		}
 		bodies[i] = wire.AppendBatchArgs(nil, &args)

@@ -3,11 +3,11 @@
 // decimal record numbers ("0" .. "999999") and values ValueBytes long.
 //
 //	gen, err := workload.New(workload.Config{Name: "YCSB-B", Theta: 0.99, Seed: 1})
-//	op := gen.Next() // op.Key, op.Read
+//	op := gen.Next() // op.Record, op.Read; Key(op.Record)
 //
 // Generators are not safe for concurrent use: make one per goroutine, with
-// distinct seeds. Keys are formatted once per process (see Keys) so that
-// drawing an op costs no allocation.
+// distinct seeds. Drawing an op costs no allocation; the caller formats its
+// key (AppendKey), or takes it from the shared table that Keys builds once.
 package workload
 
 import (
@@ -50,10 +50,10 @@ type Config struct {
 	Seed uint64
 }
 
-// Op is one drawn operation.
+// Op is one drawn operation. Its key is the record number in decimal:
+// Key(Record), or AppendKey to write it into a buffer.
 type Op struct {
 	Record uint64 // record number in [0, Records)
-	Key    string // the record number in decimal
 	Read   bool   // a get when true, else a put
 }
 
@@ -61,7 +61,6 @@ type Op struct {
 type Generator struct {
 	rng           *Xorshift64
 	keys          *Zipfian
-	names         []string
 	readThreshold uint64 // a draw below it is a read
 	allReads      bool
 }
@@ -86,7 +85,6 @@ func New(cfg Config) (*Generator, error) {
 	return &Generator{
 		rng:           rng,
 		keys:          z,
-		names:         Keys(cfg.Records),
 		readThreshold: uint64(frac * (1 << 63) * 2),
 		allReads:      frac >= 1,
 	}, nil
@@ -96,8 +94,16 @@ func New(cfg Config) (*Generator, error) {
 func (g *Generator) Next() Op {
 	rec := g.keys.Next()
 	read := g.allReads || g.rng.Uint64() < g.readThreshold
-	return Op{Record: rec, Key: g.names[rec], Read: read}
+	return Op{Record: rec, Read: read}
 }
+
+// Key returns the key of record rec.
+func Key(rec uint64) string { return strconv.FormatUint(rec, 10) }
+
+// AppendKey appends the key of record rec to dst. A load generator that
+// formats keys into a reused buffer avoids the cache misses of looking
+// them up in Keys' table of a million strings (see BenchmarkKeyFormatted).
+func AppendKey(dst []byte, rec uint64) []byte { return strconv.AppendUint(dst, rec, 10) }
 
 var (
 	keysMu sync.Mutex

@@ -92,7 +92,8 @@ func TestMixReadFractions(t *testing.T) {
 			const draws = 200_000
 			for range draws {
 				op := g.Next()
-				require.Equal(t, strconv.FormatUint(op.Record, 10), op.Key)
+				require.Equal(t, strconv.FormatUint(op.Record, 10), Key(op.Record))
+				require.Equal(t, Key(op.Record), string(AppendKey([]byte("x"), op.Record)[1:]))
 				if op.Read {
 					reads++
 				}

@@ -16,11 +16,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sync/errgroup"
 
@@ -54,6 +56,7 @@ type options struct {
 	codec      string
 	conns      int
 	vnodes     int
+	cpuprofile string
 }
 
 func parse(args []string) (*options, error) {
@@ -72,6 +75,7 @@ func parse(args []string) (*options, error) {
 	fs.StringVar(&o.codec, "codec", "binary", "wire encoding: binary or gob")
 	fs.IntVar(&o.conns, "conns", 2, "TCP connections per server")
 	fs.IntVar(&o.vnodes, "vnodes", 0, "virtual nodes per server; must match the servers' (0: default)")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the measured load to this file")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -116,6 +120,17 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			return fmt.Errorf("preload: %w", err)
 		}
 		fmt.Fprintf(stdout, "preloaded %d keys in %.2fs\n", o.records, time.Since(start).Seconds())
+	}
+	if o.cpuprofile != "" {
+		f, err := os.Create(o.cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	return measure(ctx, cl, o, stdout)
 }
@@ -177,13 +192,20 @@ func measure(ctx context.Context, cl *client.Client, o *options, stdout io.Write
 			}
 			ops := make([]wire.Op, o.batchSize)
 			results := make([]wire.Result, o.batchSize)
+			// The batch's keys, formatted back to back. DoInto has encoded
+			// the ops by the time it returns, so the next batch may reuse it.
+			keyBuf := make([]byte, 0, 8*o.batchSize)
 			for n := 0; ctx.Err() == nil; n++ {
+				keyBuf = keyBuf[:0]
 				for j := range ops {
 					op := gen.Next()
+					at := len(keyBuf)
+					keyBuf = workload.AppendKey(keyBuf, op.Record)
+					key := unsafe.String(&keyBuf[at], len(keyBuf)-at) // never empty
 					if op.Read {
-						ops[j] = wire.Op{Code: wire.OpGet, Key: op.Key}
+						ops[j] = wire.Op{Code: wire.OpGet, Key: key}
 					} else {
-						ops[j] = wire.Op{Code: wire.OpPut, Key: op.Key, Value: values[(n+j)&63]}
+						ops[j] = wire.Op{Code: wire.OpPut, Key: key, Value: values[(n+j)&63]}
 					}
 				}
 				t0 := time.Now()
