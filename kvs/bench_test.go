@@ -163,3 +163,47 @@ func BenchmarkServerBatch(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkClientBatch is the load generator's and the client's CPU work
+// for one 8192-op YCSB-B batch, without the network, as kvsclient does it:
+// draw the ops, format their keys, encode the request, decode a reply of
+// the size the server sends, and copy the results out.
+func BenchmarkClientBatch(b *testing.B) {
+	gen, err := workload.New(workload.Config{Name: "YCSB-B", Theta: workload.DefaultTheta, Records: benchRecords, Seed: 5})
+	if err != nil {
+		b.Fatal(err)
+	}
+	value := workload.Value(benchValueBytes, 5)
+	reply := wire.BatchReply{Results: make([]wire.Result, benchBatchOps)}
+	for i := range reply.Results {
+		reply.Results[i] = wire.Result{Value: value}
+	}
+	replyBody := wire.AppendBatchReply(nil, &reply)
+
+	ops := make([]wire.Op, benchBatchOps)
+	results := make([]wire.Result, benchBatchOps)
+	keyBuf := make([]byte, 0, 8*benchBatchOps)
+	var out []byte
+	var got wire.BatchReply
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		keyBuf = keyBuf[:0]
+		for j := range ops {
+			op := gen.Next()
+			at := len(keyBuf)
+			keyBuf = workload.AppendKey(keyBuf, op.Record)
+			key := aliasString(keyBuf[at:])
+			ops[j] = wire.Op{Code: wire.OpGet, Key: key}
+			if !op.Read {
+				ops[j] = wire.Op{Code: wire.OpPut, Key: key, Value: value}
+			}
+		}
+		out = wire.AppendBatchArgs(out[:0], &wire.BatchArgs{RingID: 1, Ops: ops})
+		if err := wire.DecodeBatchReply(replyBody, &got); err != nil {
+			b.Fatal(err)
+		}
+		copy(results, got.Results)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchBatchOps), "ns/kvop")
+}
