@@ -15,8 +15,9 @@ type BatchStore interface {
 	// and writes op i's result to results[i]. Ops on one key take effect in
 	// their order in ops; ops on different keys in any order. The values
 	// read are appended to vals, which the results' values then alias, and
-	// the grown vals is returned.
-	ApplyBatch(ops []wire.Op, results []wire.Result, vals []byte) []byte
+	// the grown vals is returned. A get whose value would take vals past
+	// maxVals bytes answers wire.StatusTooLarge instead.
+	ApplyBatch(ops []wire.Op, results []wire.Result, vals []byte, maxVals int) []byte
 }
 
 // lookahead is how many ops of one shard ApplyBatch starts fetching from
@@ -41,7 +42,7 @@ var batchScratchPool = sync.Pool{New: func() any { return new(batchScratch) }}
 // all of its ops, and walks them in groups: first it touches the slots and
 // records of a group, so that their misses overlap, then it applies the
 // group's ops, whose data is by then in the cache.
-func (s *ArenaStore) ApplyBatch(ops []wire.Op, results []wire.Result, vals []byte) []byte {
+func (s *ArenaStore) ApplyBatch(ops []wire.Op, results []wire.Result, vals []byte, maxVals int) []byte {
 	sc := batchScratchPool.Get().(*batchScratch)
 	defer batchScratchPool.Put(sc)
 	if cap(sc.hash) < len(ops) {
@@ -89,7 +90,7 @@ func (s *ArenaStore) ApplyBatch(ops []wire.Op, results []wire.Result, vals []byt
 			n := min(lookahead, len(group))
 			sink ^= shard.touch(group[:n], hashes)
 			for _, i := range group[:n] {
-				vals = shard.apply(&ops[i], &results[i], hashes[i], vals)
+				vals = shard.apply(&ops[i], &results[i], hashes[i], vals, maxVals)
 			}
 			group = group[n:]
 		}
@@ -122,7 +123,7 @@ func (sh *arenaShard) touch(group []int32, hashes []uint64) byte {
 
 // apply applies one op; the caller holds the shard's lock, exclusively if
 // the op writes.
-func (sh *arenaShard) apply(op *wire.Op, res *wire.Result, h uint64, vals []byte) []byte {
+func (sh *arenaShard) apply(op *wire.Op, res *wire.Result, h uint64, vals []byte, maxVals int) []byte {
 	switch op.Code {
 	case wire.OpGet:
 		i, found := sh.find(op.Key, h)
@@ -130,8 +131,13 @@ func (sh *arenaShard) apply(op *wire.Op, res *wire.Result, h uint64, vals []byte
 			*res = wire.Result{Status: wire.StatusNotFound}
 			return vals
 		}
+		v := sh.value(int(sh.slots[i]&offMask) - 1)
+		if len(vals)+len(v) > maxVals {
+			*res = wire.Result{Status: wire.StatusTooLarge}
+			return vals
+		}
 		at := len(vals)
-		vals = append(vals, sh.value(int(sh.slots[i]&offMask)-1)...)
+		vals = append(vals, v...)
 		*res = wire.Result{Status: wire.StatusOK, Value: aliasString(vals[at:])}
 	case wire.OpPut:
 		sh.put(op.Key, op.Value, h)

@@ -31,14 +31,27 @@ type Service struct {
 	valueBytes atomic.Uint64
 }
 
-// valueBufSize guesses the bytes of values that a batch of n ops will read.
-func (s *Service) valueBufSize(n int) int {
+// valueBufSize guesses the bytes of values that a batch with gets gets
+// will read, from the last batch's mean; append grows the buffer beyond
+// this first allocation when needed.
+func (s *Service) valueBufSize(gets uint64) int {
 	per := s.valueBytes.Load()
 	if per == 0 {
 		per = 64
 	}
-	return int(min(uint64(n)*per, wire.MaxFrameBytes))
+	return int(min(gets*per, maxValueBuf))
 }
+
+const (
+	// maxValueBuf caps the first allocation of a batch's value buffer.
+	maxValueBuf = 4 << 20
+	// maxReplyValues caps the bytes of values one batch may read, so that
+	// its reply fits in a frame (wire.MaxFrameBytes, with room for the
+	// results' headers). Gets past it answer StatusTooLarge: without it,
+	// 65,536 gets of one 1 MiB value would make the server build a 64 GiB
+	// reply.
+	maxReplyValues = wire.MaxFrameBytes - 1<<20
+)
 
 // aliasString returns b as a string without copying it. The caller must
 // never modify b's bytes again; append beyond them is fine.
@@ -98,9 +111,9 @@ func (s *Service) apply(ops []wire.Op, results []wire.Result) {
 			dels++
 		}
 	}
-	vals := make([]byte, 0, s.valueBufSize(len(ops)))
+	vals := make([]byte, 0, s.valueBufSize(gets))
 	if bs, ok := s.store.(BatchStore); ok && rejected == 0 {
-		vals = bs.ApplyBatch(ops, results, vals)
+		vals = bs.ApplyBatch(ops, results, vals, maxReplyValues)
 	} else {
 		vals = s.applyEach(ops, results, vals)
 	}
@@ -135,9 +148,13 @@ func (s *Service) applyEach(ops []wire.Op, results []wire.Result, vals []byte) [
 		case wire.OpGet:
 			start := len(vals)
 			var ok bool
-			if vals, ok = s.store.AppendGet(vals, op.Key); ok {
+			switch vals, ok = s.store.AppendGet(vals, op.Key); {
+			case ok && len(vals) > maxReplyValues:
+				vals = vals[:start]
+				results[i] = wire.Result{Status: wire.StatusTooLarge}
+			case ok:
 				results[i] = wire.Result{Status: wire.StatusOK, Value: aliasString(vals[start:])}
-			} else {
+			default:
 				results[i] = wire.Result{Status: wire.StatusNotFound}
 			}
 		case wire.OpPut:

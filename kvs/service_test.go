@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batchkv/batchkv/client"
+	"github.com/batchkv/batchkv/kvs"
 	"github.com/batchkv/batchkv/wire"
 )
 
@@ -244,4 +245,35 @@ func numberedOps(n int) (puts, gets []wire.Op) {
 		gets = append(gets, wire.Op{Code: wire.OpGet, Key: k})
 	}
 	return puts, gets
+}
+
+// TestRepliesStayWithinAFrame: a small request may ask for far more bytes
+// than a reply frame holds (here 100 gets of one 1 MiB value). The server
+// reads values up to the reply's limit and answers the rest TooLarge,
+// rather than building a reply it cannot send (or, with 65,536 such gets,
+// running out of memory).
+func TestRepliesStayWithinAFrame(t *testing.T) {
+	for _, store := range kvs.Stores {
+		t.Run(store, func(t *testing.T) {
+			c := newTestCluster(t, 1, clusterOptions{store: store})
+			cl := c.client(t)
+			big := strings.Repeat("v", wire.MaxValueBytes)
+			require.NoError(t, cl.Put(t.Context(), "big", big))
+			ops := make([]wire.Op, 100)
+			for i := range ops {
+				ops[i] = wire.Op{Code: wire.OpGet, Key: "big"}
+			}
+			res, err := cl.Do(t.Context(), ops)
+			require.NoError(t, err)
+			fits := (wire.MaxFrameBytes - 1<<20) / wire.MaxValueBytes
+			for i, r := range res {
+				if i < fits {
+					require.Equal(t, wire.StatusOK, r.Status, "get %d", i)
+					require.Len(t, r.Value, wire.MaxValueBytes)
+				} else {
+					require.Equal(t, wire.StatusTooLarge, r.Status, "get %d", i)
+				}
+			}
+		})
+	}
 }

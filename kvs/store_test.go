@@ -201,7 +201,7 @@ func TestApplyBatchMatchesMap(t *testing.T) {
 			}
 		}
 		got := make([]wire.Result, len(ops))
-		s.ApplyBatch(ops, got, nil)
+		s.ApplyBatch(ops, got, nil, 1<<30)
 		require.Equal(t, want, got, "round %d", round)
 	}
 	require.Equal(t, len(model), s.Len())
