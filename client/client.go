@@ -110,6 +110,7 @@ type Client struct {
 	unrouted atomic.Bool
 	closed   atomic.Bool
 	wg       sync.WaitGroup // auto-batcher sends in flight
+	traffic  traffic
 }
 
 // New returns a client for cfg. It does not connect until first use.
@@ -123,7 +124,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	c := &Client{cfg: cfg, ring: r}
 	for i, addr := range cfg.Servers {
-		c.conns = append(c.conns, newServerConn(addr, cfg.Codec, cfg.ConnsPerServer, cfg.DialTimeout))
+		c.conns = append(c.conns, newServerConn(addr, cfg.Codec, cfg.ConnsPerServer, cfg.DialTimeout, &c.traffic))
 		c.batchers = append(c.batchers, newBatcher(c, i))
 	}
 	return c, nil

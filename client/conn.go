@@ -24,6 +24,7 @@ type serverConn struct {
 	addr        string
 	codec       string
 	dialTimeout time.Duration
+	traffic     *traffic
 	next        atomic.Uint32
 
 	mu      sync.Mutex
@@ -31,8 +32,8 @@ type serverConn struct {
 	closed  bool          // guarded by mu
 }
 
-func newServerConn(addr, codec string, conns int, dialTimeout time.Duration) *serverConn {
-	return &serverConn{addr: addr, codec: codec, dialTimeout: dialTimeout, clients: make([]*rpc.Client, conns)}
+func newServerConn(addr, codec string, conns int, dialTimeout time.Duration, t *traffic) *serverConn {
+	return &serverConn{addr: addr, codec: codec, dialTimeout: dialTimeout, traffic: t, clients: make([]*rpc.Client, conns)}
 }
 
 // get returns connection i, dialling it if needed.
@@ -45,7 +46,7 @@ func (s *serverConn) get(ctx context.Context, i int) (*rpc.Client, error) {
 	if c := s.clients[i]; c != nil {
 		return c, nil
 	}
-	c, err := dial(ctx, s.addr, s.codec, s.dialTimeout)
+	c, err := dial(ctx, s.addr, s.codec, s.dialTimeout, s.traffic)
 	if err != nil {
 		return nil, err
 	}
@@ -107,12 +108,13 @@ func (s *serverConn) close() {
 // dial opens one net/rpc connection with the named codec: "binary" (the
 // default) or "gob", which speaks net/rpc's own HTTP CONNECT handshake and
 // gob encoding, as the course skeleton's client does.
-func dial(ctx context.Context, addr, codec string, timeout time.Duration) (*rpc.Client, error) {
+func dial(ctx context.Context, addr, codec string, timeout time.Duration, t *traffic) (*rpc.Client, error) {
 	d := net.Dialer{Timeout: timeout}
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	raw, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
+	conn := &countingConn{Conn: raw, t: t}
 	switch codec {
 	case "", "binary":
 		cc, err := wire.NewClientCodec(conn)

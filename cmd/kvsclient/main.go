@@ -135,22 +135,27 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	return measure(ctx, cl, o, stdout)
 }
 
-// preload writes every key once, in batches, from numClients goroutines.
+// preloadBatch is the batch size of the preload, whatever -batchSize is,
+// so that a sweep's small batches do not make loading slow.
+const preloadBatch = 8192
+
+// preload writes every key once, in batches of preloadBatch, from up to
+// numClients goroutines.
 func preload(ctx context.Context, cl *client.Client, o *options) error {
 	keys := workload.Keys(o.records)
 	value := workload.Value(o.valueBytes, o.seed)
 	var next atomic.Uint64
 	g, ctx := errgroup.WithContext(ctx)
-	for range o.numClients {
+	for range min(o.numClients, 32) {
 		g.Go(func() error {
-			ops := make([]wire.Op, 0, o.batchSize)
+			ops := make([]wire.Op, 0, preloadBatch)
 			for {
-				from := next.Add(uint64(o.batchSize)) - uint64(o.batchSize)
+				from := next.Add(preloadBatch) - preloadBatch
 				if from >= o.records {
 					return nil
 				}
 				ops = ops[:0]
-				for k := from; k < min(from+uint64(o.batchSize), o.records); k++ {
+				for k := from; k < min(from+preloadBatch, o.records); k++ {
 					ops = append(ops, wire.Op{Code: wire.OpPut, Key: keys[k], Value: value})
 				}
 				res, err := cl.Do(ctx, ops)
@@ -225,7 +230,7 @@ func measure(ctx context.Context, cl *client.Client, o *options, stdout io.Write
 	}
 	// Per-second progress: our own rate and resource use.
 	tick := time.NewTicker(time.Second)
-	last, lastProc := uint64(0), procstat.Read()
+	last, lastProc, lastNet := uint64(0), procstat.Read(), cl.Traffic()
 	finished := make(chan struct{})
 	go func() { wg.Wait(); close(finished) }()
 loop:
@@ -234,11 +239,13 @@ loop:
 		case <-finished:
 			break loop
 		case <-tick.C:
-			n, p := done.Load(), procstat.Read()
+			n, p, nt := done.Load(), procstat.Read(), cl.Traffic()
 			secs := p.At.Sub(lastProc.At).Seconds()
-			fmt.Fprintf(stdout, "client ops/s %.2f\nutil cpu%% %.1f rss_mib %.1f\n",
-				float64(n-last)/secs, procstat.CPUPercent(lastProc, p), float64(p.RSS)/(1<<20))
-			last, lastProc = n, p
+			const mib = 1 << 20
+			fmt.Fprintf(stdout, "client ops/s %.2f\nutil cpu%% %.1f rss_mib %.1f rx_mib/s %.2f tx_mib/s %.2f\n",
+				float64(n-last)/secs, procstat.CPUPercent(lastProc, p), float64(p.RSS)/mib,
+				float64(nt.Received-lastNet.Received)/secs/mib, float64(nt.Sent-lastNet.Sent)/secs/mib)
+			last, lastProc, lastNet = n, p, nt
 		}
 	}
 	tick.Stop()

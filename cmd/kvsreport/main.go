@@ -15,16 +15,15 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
+
+	"github.com/batchkv/batchkv/internal/runlog"
 )
 
 func main() {
@@ -49,100 +48,21 @@ func run(args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		s, err := parse(f)
+		name := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(path), "server-"), ".log")
+		n, err := runlog.Parse(f, name, runlog.Server)
 		_ = f.Close()
 		if err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
-		name := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(path), "server-"), ".log")
-		ops := steady(s.ops, s.loaded(), *skip)
-		m := median(ops)
-		total += m
-		if len(s.util) > 0 && m > 0 {
-			u := steady(s.util, s.loaded(), *skip)
-			cpu, rss, rx, tx := median(column(u, 0)), median(column(u, 1)), median(column(u, 2)), median(column(u, 3))
+		steady := n.Steady(*skip)
+		m := runlog.Medians(steady)
+		total += m.Ops
+		if m.Ops > 0 {
 			fmt.Fprintf(stdout, "%s cpu%% %.1f rss_mib %.1f rx_mib/s %.2f tx_mib/s %.2f cpu_s/Mops %.3f wire_bytes/op %.1f (medians of %d samples) peak_rss_mib %.1f\n",
-				name, cpu, rss, rx, tx, cpu/100/(m/1e6), (rx+tx)*(1<<20)/m, len(u), slices.Max(column(s.util, 1)))
+				name, m.CPU, m.RSS, m.RxMiBs, m.TxMiBs, m.CPU/100/(m.Ops/1e6), (m.RxMiBs+m.TxMiBs)*(1<<20)/m.Ops, len(steady), n.PeakRSSSample())
 		}
-		fmt.Fprintf(stdout, "%s median %.0f op/s\n", name, m)
+		fmt.Fprintf(stdout, "%s median %.0f op/s\n", name, m.Ops)
 	}
 	fmt.Fprintf(stdout, "total %.0f op/s\n", total)
 	return nil
-}
-
-// samples are one server's per-second lines.
-type samples struct {
-	ops  []float64   // ops/s lines
-	util [][]float64 // util lines: cpu%, rss_mib, rx_mib/s, tx_mib/s
-}
-
-// loaded reports which seconds had load.
-func (s *samples) loaded() []bool {
-	l := make([]bool, len(s.ops))
-	for i, v := range s.ops {
-		l[i] = v > 0
-	}
-	return l
-}
-
-func parse(r io.Reader) (*samples, error) {
-	s := &samples{}
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		switch {
-		case len(f) == 2 && f[0] == "ops/s":
-			v, err := strconv.ParseFloat(f[1], 64)
-			if err != nil {
-				return nil, err
-			}
-			s.ops = append(s.ops, v)
-		case len(f) == 9 && f[0] == "util":
-			var row []float64
-			for _, i := range []int{2, 4, 6, 8} {
-				v, err := strconv.ParseFloat(f[i], 64)
-				if err != nil {
-					return nil, err
-				}
-				row = append(row, v)
-			}
-			s.util = append(s.util, row)
-		}
-	}
-	return s, sc.Err()
-}
-
-// steady keeps the loaded seconds, dropping the first skip and the last
-// one when at least one sample would remain.
-func steady[T any](xs []T, loaded []bool, skip int) []T {
-	var keep []T
-	for i, x := range xs {
-		if i < len(loaded) && loaded[i] {
-			keep = append(keep, x)
-		}
-	}
-	if len(keep) > skip+1 {
-		keep = keep[skip : len(keep)-1]
-	}
-	return keep
-}
-
-func column(rows [][]float64, c int) []float64 {
-	out := make([]float64, len(rows))
-	for i, r := range rows {
-		out[i] = r[c]
-	}
-	return out
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
