@@ -45,7 +45,7 @@ func (s *Stats) snapshot() snapshot {
 //	get/s 2850000.00
 //	put/s 150000.00
 //	ops/s 3000000.00
-//	util cpu% 95.1 rss_mib 812.4 rx_mib/s 35.2 tx_mib/s 410.7
+//	util cpu% 95.1 rss_mib 812.4 rx_mib/s 35.2 tx_mib/s 410.7 unix_ms 1763700000123
 //
 // put/s counts writes (puts and deletes); ops/s counts all ops. The course's report tooling takes
 // the median of the ops/s lines; cmd/kvsreport does the same.
@@ -72,10 +72,10 @@ func (r *Reporter) Report() error {
 	gets, puts := rate(now.gets, r.last.gets), rate(now.puts, r.last.puts)
 	dels := rate(now.deletes, r.last.deletes)
 	const mib = 1 << 20
-	_, err := fmt.Fprintf(r.w, "get/s %.2f\nput/s %.2f\nops/s %.2f\nutil cpu%% %.1f rss_mib %.1f rx_mib/s %.2f tx_mib/s %.2f\n",
+	_, err := fmt.Fprintf(r.w, "get/s %.2f\nput/s %.2f\nops/s %.2f\nutil cpu%% %.1f rss_mib %.1f rx_mib/s %.2f tx_mib/s %.2f unix_ms %d\n",
 		gets, puts+dels, gets+puts+dels,
 		procstat.CPUPercent(r.last.proc, now.proc), float64(now.proc.RSS)/mib,
-		rate(now.in, r.last.in)/mib, rate(now.out, r.last.out)/mib)
+		rate(now.in, r.last.in)/mib, rate(now.out, r.last.out)/mib, now.proc.At.UnixMilli())
 	r.last = now
 	return err
 }

@@ -242,9 +242,9 @@ loop:
 			n, p, nt := done.Load(), procstat.Read(), cl.Traffic()
 			secs := p.At.Sub(lastProc.At).Seconds()
 			const mib = 1 << 20
-			fmt.Fprintf(stdout, "client ops/s %.2f\nutil cpu%% %.1f rss_mib %.1f rx_mib/s %.2f tx_mib/s %.2f\n",
+			fmt.Fprintf(stdout, "client ops/s %.2f\nutil cpu%% %.1f rss_mib %.1f rx_mib/s %.2f tx_mib/s %.2f unix_ms %d\n",
 				float64(n-last)/secs, procstat.CPUPercent(lastProc, p), float64(p.RSS)/mib,
-				float64(nt.Received-lastNet.Received)/secs/mib, float64(nt.Sent-lastNet.Sent)/secs/mib)
+				float64(nt.Received-lastNet.Received)/secs/mib, float64(nt.Sent-lastNet.Sent)/secs/mib, p.At.UnixMilli())
 			last, lastProc, lastNet = n, p, nt
 		}
 	}

@@ -157,10 +157,12 @@ func Bars(title, ylabel string, labels []string, values [][]float64, path string
 	return save(path, Width, Height, [][]*plot.Plot{{p}})
 }
 
-// TimeSeries is one node's values, one per second.
+// TimeSeries is one node's values over time.
 type TimeSeries struct {
 	Name   string
 	Values []float64
+	// Seconds gives each value's time; nil means 1, 2, 3, ...
+	Seconds []float64
 }
 
 // Panel is one panel of a stacked time chart.
@@ -191,8 +193,12 @@ func Stacked(title string, panels []Panel, path string) error {
 		for j, s := range pn.Series {
 			xys := make(plotter.XYs, 0, len(s.Values))
 			for t, v := range s.Values {
+				x := float64(t + 1)
+				if s.Seconds != nil {
+					x = s.Seconds[t]
+				}
 				if !math.IsNaN(v) {
-					xys = append(xys, plotter.XY{X: float64(t + 1), Y: v})
+					xys = append(xys, plotter.XY{X: x, Y: v})
 				}
 			}
 			if len(xys) == 0 {

@@ -7,7 +7,7 @@
 //	get/s 2850000.00
 //	put/s 150000.00
 //	ops/s 3000000.00
-//	util cpu% 95.1 rss_mib 812.4 rx_mib/s 35.2 tx_mib/s 410.7
+//	util cpu% 95.1 rss_mib 812.4 rx_mib/s 35.2 tx_mib/s 410.7 unix_ms 1763700000123
 //
 // and a client "client ops/s N" followed by the same util line; at the end
 // a client prints its configuration line, "throughput", "batch latency" and
@@ -42,6 +42,7 @@ type Sample struct {
 	RSS    float64 // resident memory, MiB
 	RxMiBs float64 // MiB/s received
 	TxMiBs float64 // MiB/s sent
+	UnixMS int64   // when it was taken, ms since the Unix epoch; 0 if not logged
 }
 
 // Node is one process's log.
@@ -104,7 +105,8 @@ func Parse(r io.Reader, name string, role Role) (*Node, error) {
 	return n, sc.Err()
 }
 
-// parseUtil fills the last sample from "util cpu% C rss_mib R [rx_mib/s X tx_mib/s Y]".
+// parseUtil fills the last sample from "util cpu% C rss_mib R [rx_mib/s X
+// tx_mib/s Y] [unix_ms T]".
 func (n *Node) parseUtil(f []string) error {
 	if len(n.Samples) == 0 {
 		return nil // a util line before any rate line: ignore
@@ -124,6 +126,8 @@ func (n *Node) parseUtil(f []string) error {
 			s.RxMiBs = v
 		case "tx_mib/s":
 			s.TxMiBs = v
+		case "unix_ms":
+			s.UnixMS = int64(v)
 		}
 	}
 	return nil
