@@ -38,7 +38,9 @@ Options:
   -h, --help         this help
 
 Logs go to logs/<timestamp>/ (server-<node>.log, client-<node>.log,
-report.txt); logs/latest points at the newest run.
+report.txt, and util.csv / util.png: every node's per-second ops/s, CPU %,
+RSS and network rates, as a table and a plot); logs/latest points at the
+newest run.
 
 Examples:
   $0                                   # 1 server + 1 client on this machine, YCSB-B, 30 s
@@ -114,8 +116,8 @@ echo "first port:   $BASE_PORT"
 echo "logs:         $LOG_DIR"
 
 if [[ $BUILD -eq 1 ]]; then
-    echo "building bin/kvsserver bin/kvsclient bin/kvsreport"
-    (cd "$ROOT" && go build -o bin/ ./cmd/kvsserver ./cmd/kvsclient ./cmd/kvsreport)
+    echo "building bin/kvsserver bin/kvsclient bin/kvsreport bin/kvsplot"
+    (cd "$ROOT" && go build -o bin/ ./cmd/kvsserver ./cmd/kvsclient ./cmd/kvsreport ./cmd/kvsplot)
 fi
 
 # Every process started here is tracked by PID and stopped on exit.
@@ -236,4 +238,10 @@ for pid in "${SERVER_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
 reports=()
 for name in "${SERVER_NAMES[@]}"; do reports+=("$LOG_DIR/server-$name.log"); done
 "$ROOT/bin/kvsreport" "${reports[@]}" | tee "$LOG_DIR/report.txt"
+# Every node's per-second samples as one CSV, and the run's utilization plot.
+if "$ROOT/bin/kvsplot" run "$LOG_DIR"; then
+    echo "utilization: $LOG_DIR/util.csv $LOG_DIR/util.png"
+else
+    echo "warning: could not plot the run's utilization" >&2
+fi
 exit "$failed"

@@ -1,0 +1,3 @@
+#!/usr/bin/env bash
+# benchmark-clients.sh - see --help; the sweep itself is lib/sweep.sh.
+exec "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib/sweep.sh" clients "$@"
