@@ -70,13 +70,14 @@ func aliasString(b []byte) string {
 // routed with some other ring is rejected whole with StatusWrongRing, since
 // applying it could put a key on a server that does not own it.
 func (s *Service) BatchOp(args *wire.BatchArgs, reply *wire.BatchReply) error {
-	s.stats.Batches.Add(1)
+	s.stats.recordBatch(len(args.Ops))
 	reply.Results = nil
 	switch {
 	case len(args.Ops) > wire.MaxBatchOps:
 		reply.Status = wire.StatusTooLarge
 		reply.Err = fmt.Sprintf("%d ops in one batch, limit %d", len(args.Ops), wire.MaxBatchOps)
 		s.stats.Rejected.Add(uint64(len(args.Ops)))
+		s.stats.Results[wire.StatusTooLarge].Add(uint64(len(args.Ops)))
 		return nil
 	case s.ring == nil || args.RingID == s.ring.ID():
 		reply.Results = make([]wire.Result, len(args.Ops))
@@ -85,11 +86,13 @@ func (s *Service) BatchOp(args *wire.BatchArgs, reply *wire.BatchReply) error {
 		reply.Status = wire.StatusWrongRing
 		reply.Err = fmt.Sprintf("batch routed with ring %016x; this server's ring is %016x over %v",
 			args.RingID, s.ring.ID(), s.ring.Nodes())
+		s.stats.Results[wire.StatusWrongRing].Add(uint64(len(args.Ops)))
 		return nil
 	default:
 		reply.Results = make([]wire.Result, len(args.Ops))
 		s.route(args.Ops, reply.Results)
 	}
+	s.stats.countResults(reply.Results)
 	reply.Status = wire.StatusOK
 	return nil
 }
@@ -203,9 +206,10 @@ func (s *Service) route(ops []wire.Op, results []wire.Result) {
 
 // one applies or forwards a single op for the legacy RPCs.
 func (s *Service) one(op wire.Op) (wire.Result, error) {
-	s.stats.Batches.Add(1)
+	s.stats.recordBatch(1)
 	if st := op.Check(); st != wire.StatusOK {
 		s.stats.Rejected.Add(1)
+		s.stats.Results[st].Add(1)
 		return wire.Result{}, fmt.Errorf("kvs: %s of key %.40q rejected: %s (limits: key %d bytes, value %d bytes)",
 			op.Code, op.Key, st, wire.MaxKeyBytes, wire.MaxValueBytes)
 	}
@@ -216,6 +220,7 @@ func (s *Service) one(op wire.Op) (wire.Result, error) {
 	} else {
 		s.route(ops, results)
 	}
+	s.stats.countResults(results)
 	if !results[0].Status.Applied() {
 		return results[0], fmt.Errorf("kvs: %s of key %.40q: %s", op.Code, op.Key, results[0].Status)
 	}

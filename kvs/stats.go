@@ -3,11 +3,13 @@ package kvs
 import (
 	"fmt"
 	"io"
+	"math/bits"
 	"net"
 	"sync/atomic"
 	"time"
 
 	"github.com/batchkv/batchkv/internal/procstat"
+	"github.com/batchkv/batchkv/wire"
 )
 
 // Stats counts what a server did. Counters are added to once per batch, not
@@ -23,6 +25,41 @@ type Stats struct {
 	BytesIn   atomic.Uint64 // bytes read from client connections
 	BytesOut  atomic.Uint64 // bytes written to client connections
 	BadConns  atomic.Uint64 // connections closed for malformed input
+
+	// Results counts ops by the status they were answered with (indexed by
+	// wire.Status); a batch rejected whole counts every op in it.
+	Results [numStatuses]atomic.Uint64
+	// BatchSizes counts batches by ops: bucket i holds sizes in
+	// (2^(i-1), 2^i], bucket 0 sizes 0 and 1.
+	BatchSizes [batchSizeBuckets]atomic.Uint64
+	BatchedOps atomic.Uint64 // ops in all batches, the sum of BatchSizes' sizes
+}
+
+const (
+	numStatuses      = 8  // wire.Status values fit below this
+	batchSizeBuckets = 17 // up to 2^16 = wire.MaxBatchOps
+)
+
+// recordBatch counts one batch of n ops.
+func (s *Stats) recordBatch(n int) {
+	s.Batches.Add(1)
+	s.BatchedOps.Add(uint64(n))
+	b := bits.Len(uint(max(n, 1) - 1))
+	s.BatchSizes[min(b, batchSizeBuckets-1)].Add(1)
+}
+
+// countResults adds each result's status to Results, once per status
+// present rather than once per op.
+func (s *Stats) countResults(results []wire.Result) {
+	var n [numStatuses]uint64
+	for i := range results {
+		n[results[i].Status%numStatuses]++
+	}
+	for st, c := range n {
+		if c > 0 {
+			s.Results[st].Add(c)
+		}
+	}
 }
 
 // snapshot is a copy of the counters at one instant, with the process's

@@ -8,16 +8,21 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// serveAdmin starts the admin HTTP server on addr: /debug/pprof for
-// profiles. It returns a function that stops it.
-func serveAdmin(addr string, log *slog.Logger) (stop func(), err error) {
+// serveAdmin starts the admin HTTP server on addr: /metrics from reg, in
+// Prometheus's format, and /debug/pprof for profiles. It returns the
+// address it listens on and a function that stops it.
+func serveAdmin(addr string, reg *prometheus.Registry, log *slog.Logger) (bound string, stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("admin listener: %w", err)
+		return "", nil, fmt.Errorf("admin listener: %w", err)
 	}
 	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
@@ -29,6 +34,7 @@ func serveAdmin(addr string, log *slog.Logger) (stop func(), err error) {
 			log.Error("admin server", "err", err)
 		}
 	}()
-	log.Info("admin", "addr", ln.Addr().String(), "pprof", "/debug/pprof/")
-	return func() { _ = hs.Close() }, nil
+	bound = ln.Addr().String()
+	log.Info("admin", "addr", bound, "metrics", "/metrics", "pprof", "/debug/pprof/")
+	return bound, func() { _ = hs.Close() }, nil
 }

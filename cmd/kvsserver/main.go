@@ -44,7 +44,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	report := fs.Duration("report", time.Second, "interval of the rate report (0: no report)")
 	frameTimeout := fs.Duration("frame-timeout", 30*time.Second, "close a connection whose request frame stalls this long")
 	storeName := fs.String("store", kvs.DefaultStore, "store implementation: "+strings.Join(kvs.Stores, " or "))
-	admin := fs.String("admin", "", "host:port of the admin HTTP server with /debug/pprof (empty: none)")
+	admin := fs.String("admin", "", "host:port of the admin HTTP server with /metrics (Prometheus) and /debug/pprof (empty: none)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -77,7 +77,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	log.Info("serving", "addr", ln.Addr().String(), "peers", cfg.Peers, "self", cfg.Self, "store", *storeName)
 	if *admin != "" {
-		stopAdmin, err := serveAdmin(*admin, log)
+		_, stopAdmin, err := serveAdmin(*admin, srv.Metrics(), log)
 		if err != nil {
 			_ = srv.Close()
 			return err
