@@ -117,7 +117,8 @@ func Lines(c Chart, path string) error {
 			p.Legend.Add(s.Name, line, points)
 		}
 	}
-	p.Legend.Top = true
+	// Top left: sweeps rise from left to right, so the corner stays clear.
+	p.Legend.Top, p.Legend.Left = true, true
 	return save(path, Width, Height, [][]*plot.Plot{{p}})
 }
 
