@@ -63,6 +63,16 @@ type Config struct {
 	// BatchTimeout bounds one auto-batched RPC, whose ops may come from
 	// callers with different contexts. Default 10s.
 	BatchTimeout time.Duration
+	// FailureThreshold is the number of consecutive failed calls (cannot
+	// connect, connection broken, no reply before the caller's deadline)
+	// after which a server is marked unhealthy: it gets no calls, and its
+	// ops fail at once with ErrUnavailable, until a probe succeeds.
+	// Default 3.
+	FailureThreshold int
+	// Cooldown is how long an unhealthy server waits for its first probe;
+	// each failed probe doubles it, up to MaxCooldown. Defaults 500ms, 5s.
+	Cooldown    time.Duration
+	MaxCooldown time.Duration
 }
 
 func (c *Config) validate() error {
@@ -87,8 +97,19 @@ func (c *Config) validate() error {
 	if c.BatchTimeout == 0 {
 		c.BatchTimeout = 10 * time.Second
 	}
+	if c.FailureThreshold == 0 {
+		c.FailureThreshold = 3
+	}
+	if c.Cooldown == 0 {
+		c.Cooldown = 500 * time.Millisecond
+	}
+	if c.MaxCooldown == 0 {
+		c.MaxCooldown = 5 * time.Second
+	}
+	c.MaxCooldown = max(c.MaxCooldown, c.Cooldown)
 	switch {
-	case c.ConnsPerServer < 0, c.MaxInFlight < 0, c.DialTimeout < 0, c.Linger < 0, c.BatchTimeout < 0:
+	case c.ConnsPerServer < 0, c.MaxInFlight < 0, c.DialTimeout < 0, c.Linger < 0, c.BatchTimeout < 0,
+		c.FailureThreshold < 0, c.Cooldown < 0:
 		return errors.New("client: negative Config field")
 	case c.MaxBatchOps < 0 || c.MaxBatchOps > wire.MaxBatchOps:
 		return fmt.Errorf("client: MaxBatchOps %d outside [1, %d]", c.MaxBatchOps, wire.MaxBatchOps)
@@ -124,10 +145,19 @@ func New(cfg Config) (*Client, error) {
 	}
 	c := &Client{cfg: cfg, ring: r}
 	for i, addr := range cfg.Servers {
-		c.conns = append(c.conns, newServerConn(addr, cfg.Codec, cfg.ConnsPerServer, cfg.DialTimeout, &c.traffic))
+		c.conns = append(c.conns, newServerConn(addr, &c.cfg, &c.traffic))
 		c.batchers = append(c.batchers, newBatcher(c, i))
 	}
 	return c, nil
+}
+
+// Health returns the client's view of each server, in Config.Servers order.
+func (c *Client) Health() []ServerHealth {
+	out := make([]ServerHealth, len(c.conns))
+	for i, s := range c.conns {
+		out[i] = s.health.snapshot(s.addr)
+	}
+	return out
 }
 
 // Ring returns the ring the client routes with.

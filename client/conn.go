@@ -25,6 +25,7 @@ type serverConn struct {
 	codec       string
 	dialTimeout time.Duration
 	traffic     *traffic
+	health      *health
 	next        atomic.Uint32
 
 	mu      sync.Mutex
@@ -32,8 +33,12 @@ type serverConn struct {
 	closed  bool          // guarded by mu
 }
 
-func newServerConn(addr, codec string, conns int, dialTimeout time.Duration, t *traffic) *serverConn {
-	return &serverConn{addr: addr, codec: codec, dialTimeout: dialTimeout, traffic: t, clients: make([]*rpc.Client, conns)}
+func newServerConn(addr string, cfg *Config, t *traffic) *serverConn {
+	return &serverConn{
+		addr: addr, codec: cfg.Codec, dialTimeout: cfg.DialTimeout, traffic: t,
+		health:  newHealth(cfg.FailureThreshold, cfg.Cooldown, cfg.MaxCooldown),
+		clients: make([]*rpc.Client, cfg.ConnsPerServer),
+	}
 }
 
 // get returns connection i, dialling it if needed.
@@ -65,32 +70,53 @@ func (s *serverConn) drop(i int, c *rpc.Client) {
 }
 
 // call sends one batch and waits for its reply or for ctx. reply must not
-// be reused after a ctx error: net/rpc may still write into it.
+// be reused after a ctx error: net/rpc may still write into it. A server
+// marked unhealthy (see health) fails the call at once.
 func (s *serverConn) call(ctx context.Context, args *wire.BatchArgs, reply *wire.BatchReply) error {
+	probe, err := s.health.admit()
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrUnavailable, s.addr, err)
+	}
+	v, err := s.try(ctx, args, reply)
+	s.health.report(probe, v, err)
+	return err
+}
+
+func (s *serverConn) try(ctx context.Context, args *wire.BatchArgs, reply *wire.BatchReply) (verdict, error) {
 	i := int(s.next.Add(1) % uint32(len(s.clients)))
 	c, err := s.get(ctx, i)
 	if err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrUnavailable, s.addr, err)
+		if errors.Is(err, ErrClosed) || ctx.Err() == context.Canceled {
+			return neutral, err
+		}
+		return failed, fmt.Errorf("%w: %s: %w", ErrUnavailable, s.addr, err)
 	}
 	call := c.Go(wire.BatchOpMethod, args, reply, make(chan *rpc.Call, 1))
 	select {
 	case <-call.Done:
 	case <-ctx.Done():
-		return ctx.Err()
+		if ctx.Err() == context.DeadlineExceeded {
+			// The server is slow or gone without a word. Drop the
+			// connection, so that calls stuck on it fail now and the next
+			// call (or probe) starts afresh.
+			s.drop(i, c)
+			return failed, fmt.Errorf("%w: %s: no reply before the deadline: %w", ErrUnavailable, s.addr, ctx.Err())
+		}
+		return neutral, ctx.Err()
 	}
 	if call.Error == nil {
-		return nil
+		return succeeded, nil
 	}
 	if errors.Is(call.Error, wire.ErrFrameTooLarge) { // nothing was sent
-		return fmt.Errorf("%w: %w", ErrTooLarge, call.Error)
+		return neutral, fmt.Errorf("%w: %w", ErrTooLarge, call.Error)
 	}
 	var serverErr rpc.ServerError
 	if errors.As(call.Error, &serverErr) {
-		return fmt.Errorf("client: server %s rejected the batch: %s", s.addr, string(serverErr))
+		return succeeded, fmt.Errorf("client: server %s rejected the batch: %s", s.addr, string(serverErr))
 	}
 	// The connection is broken (ErrShutdown, EOF, reset): redial next time.
 	s.drop(i, c)
-	return fmt.Errorf("%w: %s: %w", ErrUnavailable, s.addr, call.Error)
+	return failed, fmt.Errorf("%w: %s: %w", ErrUnavailable, s.addr, call.Error)
 }
 
 func (s *serverConn) close() {
