@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/batchkv/batchkv/internal/netcount"
 	"github.com/batchkv/batchkv/wire"
 )
 
@@ -140,7 +141,7 @@ func dial(ctx context.Context, addr, codec string, timeout time.Duration, t *tra
 	if err != nil {
 		return nil, err
 	}
-	conn := &countingConn{Conn: raw, t: t}
+	conn := &netcount.Conn{Conn: raw, In: &t.rx, Out: &t.tx}
 	switch codec {
 	case "", "binary":
 		cc, err := wire.NewClientCodec(conn)

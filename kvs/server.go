@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/batchkv/batchkv/client"
+	"github.com/batchkv/batchkv/internal/netcount"
 	"github.com/batchkv/batchkv/ring"
 	"github.com/batchkv/batchkv/wire"
 )
@@ -196,7 +197,7 @@ func (s *Server) untrack(c net.Conn) {
 
 // handle tells the protocol of a new connection by its first bytes.
 func (s *Server) handle(raw net.Conn) {
-	counted := &countingConn{Conn: raw, stats: &s.stats}
+	counted := &netcount.Conn{Conn: raw, In: &s.stats.BytesIn, Out: &s.stats.BytesOut}
 	br := bufio.NewReaderSize(counted, 64<<10)
 	_ = raw.SetReadDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
 	head, err := br.Peek(len(wire.Preamble))

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math/bits"
-	"net"
 	"sync/atomic"
 	"time"
 
@@ -129,24 +128,4 @@ func (r *Reporter) Run(done <-chan struct{}, interval time.Duration) {
 			_ = r.Report()
 		}
 	}
-}
-
-// countingConn counts the bytes that cross a connection into Stats. The
-// counts are added per read or write call, which carry whole frames or
-// buffer-fulls, not per op.
-type countingConn struct {
-	net.Conn
-	stats *Stats
-}
-
-func (c *countingConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
-	c.stats.BytesIn.Add(uint64(n))
-	return n, err
-}
-
-func (c *countingConn) Write(p []byte) (int, error) {
-	n, err := c.Conn.Write(p)
-	c.stats.BytesOut.Add(uint64(n))
-	return n, err
 }
