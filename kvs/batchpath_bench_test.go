@@ -70,17 +70,7 @@ func BenchmarkBatchPath(b *testing.B) {
 			results := make([]wire.Result, batchOps)
 			keyBuf := make([]byte, 0, 8*batchOps)
 			for next.Add(1) <= int64(b.N) {
-				keyBuf = keyBuf[:0]
-				for j := range ops {
-					op := gen.Next()
-					at := len(keyBuf)
-					keyBuf = workload.AppendKey(keyBuf, op.Record)
-					key := unsafeString(keyBuf[at:])
-					ops[j] = wire.Op{Code: wire.OpGet, Key: key}
-					if !op.Read {
-						ops[j] = wire.Op{Code: wire.OpPut, Key: key, Value: value}
-					}
-				}
+				keyBuf = gen.NextBatch(ops, keyBuf, func(int) string { return value })
 				if err := cl.DoInto(ctx, ops, results); err != nil {
 					panic(err)
 				}

@@ -110,16 +110,10 @@ func ycsbBatches(b *testing.B, n int) [][]byte {
 	}
 	value := workload.Value(benchValueBytes, 3)
 	bodies := make([][]byte, n)
+	args := wire.BatchArgs{Ops: make([]wire.Op, benchBatchOps)}
+	var keys []byte
 	for i := range bodies {
-		args := wire.BatchArgs{Ops: make([]wire.Op, benchBatchOps)}
-		for j := range args.Ops {
-			op := gen.Next()
-			key := workload.Key(op.Record)
-			args.Ops[j] = wire.Op{Code: wire.OpGet, Key: key}
-			if !op.Read {
-				args.Ops[j] = wire.Op{Code: wire.OpPut, Key: key, Value: value}
-			}
-		}
+		keys = gen.NextBatch(args.Ops, keys, func(int) string { return value })
 		bodies[i] = wire.AppendBatchArgs(nil, &args)
 	}
 	return bodies
@@ -188,17 +182,7 @@ func BenchmarkClientBatch(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		keyBuf = keyBuf[:0]
-		for j := range ops {
-			op := gen.Next()
-			at := len(keyBuf)
-			keyBuf = workload.AppendKey(keyBuf, op.Record)
-			key := aliasString(keyBuf[at:])
-			ops[j] = wire.Op{Code: wire.OpGet, Key: key}
-			if !op.Read {
-				ops[j] = wire.Op{Code: wire.OpPut, Key: key, Value: value}
-			}
-		}
+		keyBuf = gen.NextBatch(ops, keyBuf, func(int) string { return value })
 		out = wire.AppendBatchArgs(out[:0], &wire.BatchArgs{RingID: 1, Ops: ops})
 		if err := wire.DecodeBatchReply(replyBody, &got); err != nil {
 			b.Fatal(err)

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/batchkv/batchkv/wire"
 )
 
 func TestZipfianMatchesExactProbabilities(t *testing.T) {
@@ -126,4 +128,25 @@ func TestValue(t *testing.T) {
 	v := Value(128, 12345)
 	require.Len(t, v, 128)
 	require.NotEqual(t, v, Value(128, 12346))
+}
+
+func TestNextBatch(t *testing.T) {
+	g, err := New(Config{Name: "YCSB-A", Theta: 0.99, Records: 1000, Seed: 9})
+	require.NoError(t, err)
+	twin, err := New(Config{Name: "YCSB-A", Theta: 0.99, Records: 1000, Seed: 9})
+	require.NoError(t, err)
+	ops := make([]wire.Op, 500)
+	keys := g.NextBatch(ops, nil, func(j int) string { return "v" + strconv.Itoa(j) })
+	for j, op := range ops {
+		want := twin.Next()
+		require.Equal(t, Key(want.Record), op.Key)
+		if want.Read {
+			require.Equal(t, wire.Op{Code: wire.OpGet, Key: op.Key}, op)
+		} else {
+			require.Equal(t, wire.Op{Code: wire.OpPut, Key: op.Key, Value: "v" + strconv.Itoa(j)}, op)
+		}
+	}
+	// The next batch reuses the buffer: no allocation.
+	allocs := testing.AllocsPerRun(10, func() { keys = g.NextBatch(ops, keys, func(int) string { return "v" }) })
+	require.Zero(t, allocs)
 }

@@ -22,7 +22,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sync/errgroup"
 
@@ -201,18 +200,7 @@ func measure(ctx context.Context, cl *client.Client, o *options, stdout io.Write
 			// the ops by the time it returns, so the next batch may reuse it.
 			keyBuf := make([]byte, 0, 8*o.batchSize)
 			for n := 0; ctx.Err() == nil; n++ {
-				keyBuf = keyBuf[:0]
-				for j := range ops {
-					op := gen.Next()
-					at := len(keyBuf)
-					keyBuf = workload.AppendKey(keyBuf, op.Record)
-					key := unsafe.String(&keyBuf[at], len(keyBuf)-at) // never empty
-					if op.Read {
-						ops[j] = wire.Op{Code: wire.OpGet, Key: key}
-					} else {
-						ops[j] = wire.Op{Code: wire.OpPut, Key: key, Value: values[(n+j)&63]}
-					}
-				}
+				keyBuf = gen.NextBatch(ops, keyBuf, func(j int) string { return values[(n+j)&63] })
 				t0 := time.Now()
 				err := cl.DoInto(ctx, ops, results)
 				if err != nil {
