@@ -47,15 +47,15 @@ func perOp(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchOps), "ns/kvop")
 }
 
-func BenchmarkCodecArgs(b *testing.B) {
-	args := benchArgs()
+// benchCodecs runs the binary codec (appendTo, then decode) and gob on v.
+func benchCodecs[T any](b *testing.B, v *T, appendTo func([]byte, *T) []byte, decode func([]byte, *T) error) {
 	b.Run("binary", func(b *testing.B) {
 		var buf []byte
-		var got BatchArgs
+		var got T
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			buf = AppendBatchArgs(buf[:0], args)
-			if err := DecodeBatchArgs(buf, &got); err != nil {
+			buf = appendTo(buf[:0], v)
+			if err := decode(buf, &got); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -66,8 +66,8 @@ func BenchmarkCodecArgs(b *testing.B) {
 		enc, dec := gob.NewEncoder(&stream), gob.NewDecoder(&stream)
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			var got BatchArgs
-			if err := enc.Encode(args); err != nil {
+			var got T
+			if err := enc.Encode(v); err != nil {
 				b.Fatal(err)
 			}
 			if err := dec.Decode(&got); err != nil {
@@ -78,33 +78,10 @@ func BenchmarkCodecArgs(b *testing.B) {
 	})
 }
 
+func BenchmarkCodecArgs(b *testing.B) {
+	benchCodecs(b, benchArgs(), AppendBatchArgs, DecodeBatchArgs)
+}
+
 func BenchmarkCodecReply(b *testing.B) {
-	reply := benchReply()
-	b.Run("binary", func(b *testing.B) {
-		var buf []byte
-		var got BatchReply
-		b.ReportAllocs()
-		for i := 0; i < b.N; i++ {
-			buf = AppendBatchReply(buf[:0], reply)
-			if err := DecodeBatchReply(buf, &got); err != nil {
-				b.Fatal(err)
-			}
-		}
-		perOp(b)
-	})
-	b.Run("gob", func(b *testing.B) {
-		var stream bytes.Buffer
-		enc, dec := gob.NewEncoder(&stream), gob.NewDecoder(&stream)
-		b.ReportAllocs()
-		for i := 0; i < b.N; i++ {
-			var got BatchReply
-			if err := enc.Encode(reply); err != nil {
-				b.Fatal(err)
-			}
-			if err := dec.Decode(&got); err != nil {
-				b.Fatal(err)
-			}
-		}
-		perOp(b)
-	})
+	benchCodecs(b, benchReply(), AppendBatchReply, DecodeBatchReply)
 }
