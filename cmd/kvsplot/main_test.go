@@ -2,16 +2,15 @@ package main
 
 import (
 	"fmt"
-	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"gonum.org/v1/plot/vg"
 
 	"github.com/batchkv/batchkv/internal/plots"
+	"github.com/batchkv/batchkv/internal/plots/plotstest"
 )
 
 // fakeRun writes a run directory with one server and one client whose
@@ -32,17 +31,6 @@ func fakeRun(t *testing.T, batch, goroutines int, rate float64) string {
 	return dir
 }
 
-func requirePNG(t *testing.T, path string, w, h vg.Length) {
-	t.Helper()
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
-	img, err := png.Decode(f)
-	require.NoError(t, err, path)
-	require.Equal(t, int(w/vg.Inch*plots.DPI+0.5), img.Bounds().Dx(), path)
-	require.Equal(t, int(h/vg.Inch*plots.DPI+0.5), img.Bounds().Dy(), path)
-}
-
 func TestRunWritesUtilization(t *testing.T) {
 	dir := fakeRun(t, 8192, 128, 4e6)
 	var out strings.Builder
@@ -50,7 +38,7 @@ func TestRunWritesUtilization(t *testing.T) {
 	csv, err := os.ReadFile(filepath.Join(dir, "util.csv"))
 	require.NoError(t, err)
 	require.Equal(t, 1+8+8, strings.Count(string(csv), "\n"))
-	requirePNG(t, filepath.Join(dir, "util.png"), plots.Width, 4*plots.PanelHeight)
+	plotstest.RequirePNG(t, filepath.Join(dir, "util.png"), plots.Width, 4*plots.PanelHeight)
 }
 
 func TestSweepAndScaling(t *testing.T) {
@@ -67,11 +55,11 @@ func TestSweepAndScaling(t *testing.T) {
 
 	var msg strings.Builder
 	require.NoError(t, run([]string{"sweep", "-x", "batch_size", "-out", filepath.Join(out, "batch"), csvPath}, &msg))
-	requirePNG(t, filepath.Join(out, "batch-throughput.png"), plots.Width, plots.Height)
-	requirePNG(t, filepath.Join(out, "batch-latency.png"), plots.Width, plots.Height)
+	plotstest.RequirePNG(t, filepath.Join(out, "batch-throughput.png"), plots.Width, plots.Height)
+	plotstest.RequirePNG(t, filepath.Join(out, "batch-latency.png"), plots.Width, plots.Height)
 
 	require.NoError(t, run([]string{"scaling", "-out", filepath.Join(out, "scaling"), csvPath}, &msg))
-	requirePNG(t, filepath.Join(out, "scaling.png"), plots.Width, plots.Height)
+	plotstest.RequirePNG(t, filepath.Join(out, "scaling.png"), plots.Width, plots.Height)
 	md, err := os.ReadFile(filepath.Join(out, "scaling.md"))
 	require.NoError(t, err)
 	// All six runs are 1 server x 1 client: one row, median (6401+6402)/2.
