@@ -68,7 +68,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 			counter(c.results, v, statusLabel(wire.Status(i)))
 		}
 	}
-	counter(c.batches, st.Batches.Load())
+	counter(c.batches, st.BatchCount())
 	counter(c.bytesIn, st.BytesIn.Load())
 	counter(c.bytesOut, st.BytesOut.Load())
 	counter(c.forwarded, st.Forwarded.Load())

@@ -229,7 +229,7 @@ func TestConcurrentCallersCoalesce(t *testing.T) {
 	}
 	var batches uint64
 	for _, s := range c.servers {
-		batches += s.Stats().Batches.Load()
+		batches += s.Stats().BatchCount()
 	}
 	ops := uint64(callers * each * 2)
 	t.Logf("%d ops in %d batches", ops, batches)

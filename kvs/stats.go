@@ -20,7 +20,6 @@ type Stats struct {
 	Deletes   atomic.Uint64 // delete ops applied
 	Rejected  atomic.Uint64 // ops rejected for bad input or limits
 	Forwarded atomic.Uint64 // ops sent on to the server that owns them
-	Batches   atomic.Uint64 // BatchOp calls and legacy calls
 	BytesIn   atomic.Uint64 // bytes read from client connections
 	BytesOut  atomic.Uint64 // bytes written to client connections
 	BadConns  atomic.Uint64 // connections closed for malformed input
@@ -28,8 +27,8 @@ type Stats struct {
 	// Results counts ops by the status they were answered with (indexed by
 	// wire.Status); a batch rejected whole counts every op in it.
 	Results [numStatuses]atomic.Uint64
-	// BatchSizes counts batches by ops: bucket i holds sizes in
-	// (2^(i-1), 2^i], bucket 0 sizes 0 and 1.
+	// BatchSizes counts batches (BatchOp calls and legacy calls) by ops:
+	// bucket i holds sizes in (2^(i-1), 2^i], bucket 0 sizes 0 and 1.
 	BatchSizes [batchSizeBuckets]atomic.Uint64
 	BatchedOps atomic.Uint64 // ops in all batches, the sum of BatchSizes' sizes
 }
@@ -41,10 +40,18 @@ const (
 
 // recordBatch counts one batch of n ops.
 func (s *Stats) recordBatch(n int) {
-	s.Batches.Add(1)
 	s.BatchedOps.Add(uint64(n))
 	b := bits.Len(uint(max(n, 1) - 1))
 	s.BatchSizes[min(b, batchSizeBuckets-1)].Add(1)
+}
+
+// BatchCount returns the number of batches, the sum of BatchSizes.
+func (s *Stats) BatchCount() uint64 {
+	var n uint64
+	for i := range s.BatchSizes {
+		n += s.BatchSizes[i].Load()
+	}
+	return n
 }
 
 // countResults adds each result's status to Results, once per status
