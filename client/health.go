@@ -57,15 +57,21 @@ func (h *health) admit() (probe bool, err error) {
 	if h.openUntil.IsZero() {
 		return false, nil
 	}
-	if wait := h.openUntil.Sub(h.now()); wait > 0 || h.probing {
-		if h.probing {
-			wait = 0
-		}
-		return false, fmt.Errorf("marked unhealthy after %d consecutive failures (last: %v); next probe in %v",
-			h.failures, h.lastErr, wait.Round(time.Millisecond))
+	wait := h.openUntil.Sub(h.now())
+	switch {
+	case h.probing: // a probe is in flight: the next one may follow it at once
+		return false, h.unhealthy(0)
+	case wait > 0:
+		return false, h.unhealthy(wait)
 	}
 	h.probing = true
 	return true, nil
+}
+
+// unhealthy is the error of a call refused while unhealthy; h.mu is held.
+func (h *health) unhealthy(wait time.Duration) error {
+	return fmt.Errorf("marked unhealthy after %d consecutive failures (last: %v); next probe in %v",
+		h.failures, h.lastErr, wait.Round(time.Millisecond))
 }
 
 // report records the verdict of an admitted call.
