@@ -8,8 +8,8 @@ import (
 
 // Binary body encoding (all integers little endian, lengths as uvarints):
 //
-//	BatchArgs:  ringID u64 | nOps uvarint | nOps × (code u8 | keyLen uvarint | key | [put: valLen uvarint | value])
-//	BatchReply: status u8 | errLen uvarint | err | nRes uvarint | nRes × (status u8 | valLen uvarint | value)
+//	BatchArgs:  ringID u64 | shard uvarint | session uvarint | seq uvarint | nOps uvarint | nOps × (code u8 | keyLen uvarint | key | [put: valLen uvarint | value])
+//	BatchReply: status u8 | errLen uvarint | err | leaderLen uvarint | leader | nRes uvarint | nRes × (status u8 | valLen uvarint | value)
 //
 // Decoding makes one string of the whole body and slices keys and values
 // out of it, so a batch costs one allocation for its bytes rather than one
@@ -23,6 +23,9 @@ var ErrMalformed = errors.New("wire: malformed batch")
 // AppendBatchArgs appends the encoding of a to dst and returns the result.
 func AppendBatchArgs(dst []byte, a *BatchArgs) []byte {
 	dst = binary.LittleEndian.AppendUint64(dst, a.RingID)
+	dst = binary.AppendUvarint(dst, uint64(a.Shard))
+	dst = binary.AppendUvarint(dst, a.Session)
+	dst = binary.AppendUvarint(dst, a.Seq)
 	dst = binary.AppendUvarint(dst, uint64(len(a.Ops)))
 	for i := range a.Ops {
 		op := &a.Ops[i]
@@ -42,6 +45,8 @@ func AppendBatchReply(dst []byte, r *BatchReply) []byte {
 	dst = append(dst, byte(r.Status))
 	dst = binary.AppendUvarint(dst, uint64(len(r.Err)))
 	dst = append(dst, r.Err...)
+	dst = binary.AppendUvarint(dst, uint64(len(r.Leader)))
+	dst = append(dst, r.Leader...)
 	dst = binary.AppendUvarint(dst, uint64(len(r.Results)))
 	for i := range r.Results {
 		res := &r.Results[i]
@@ -156,6 +161,13 @@ var ErrTooManyOps = errors.New("wire: too many ops in batch")
 func DecodeBatchArgs(body []byte, a *BatchArgs) error {
 	r := reader{s: string(body)}
 	a.RingID = r.uint64()
+	if sh := r.uvarint(); sh > 1<<32-1 {
+		r.fail("shard %d over 32 bits", sh)
+	} else {
+		a.Shard = uint32(sh)
+	}
+	a.Session = r.uvarint()
+	a.Seq = r.uvarint()
 	// Peek at the count to tell "too many" from "malformed".
 	save := r.off
 	if n := r.uvarint(); r.err == nil && n > MaxBatchOps {
@@ -185,6 +197,7 @@ func DecodeBatchReply(body []byte, rep *BatchReply) error {
 	r := reader{s: string(body)}
 	rep.Status = Status(r.byte())
 	rep.Err = r.str()
+	rep.Leader = r.str()
 	n := r.count(MaxBatchOps, 2) // status + value length
 	if cap(rep.Results) >= n {
 		rep.Results = rep.Results[:n]

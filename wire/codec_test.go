@@ -9,7 +9,7 @@ import (
 )
 
 func TestBatchArgsRoundTrip(t *testing.T) {
-	in := BatchArgs{RingID: 0xdeadbeef, Ops: []Op{
+	in := BatchArgs{RingID: 0xdeadbeef, Shard: 7, Session: 1<<63 + 5, Seq: 300, Ops: []Op{
 		{Code: OpGet, Key: "a"},
 		{Code: OpPut, Key: "b", Value: "value"},
 		{Code: OpPut, Key: "empty", Value: ""},
@@ -23,8 +23,8 @@ func TestBatchArgsRoundTrip(t *testing.T) {
 }
 
 func TestBatchReplyRoundTrip(t *testing.T) {
-	in := BatchReply{Status: StatusOK, Results: []Result{
-		{Status: StatusOK, Value: "v"}, {Status: StatusNotFound}, {Status: StatusTooLarge},
+	in := BatchReply{Status: StatusOK, Leader: "127.0.0.2:8081", Results: []Result{
+		{Status: StatusOK, Value: "v"}, {Status: StatusNotFound}, {Status: StatusTooLarge}, {Status: StatusNotLeader},
 	}}
 	var out BatchReply
 	require.NoError(t, DecodeBatchReply(AppendBatchReply(nil, &in), &out))
@@ -38,15 +38,17 @@ func TestBatchReplyRoundTrip(t *testing.T) {
 
 func TestDecodeRejectsMalformed(t *testing.T) {
 	good := AppendBatchArgs(nil, &BatchArgs{RingID: 1, Ops: []Op{{Code: OpPut, Key: "k", Value: "v"}}})
+	header := good[:8+3] // ring id, then shard, session and seq of one byte each
 	cases := map[string][]byte{
-		"empty":            {},
-		"short ring id":    good[:5],
-		"truncated op":     good[:len(good)-1],
-		"trailing bytes":   append(append([]byte{}, good...), 0),
-		"count past end":   append(append([]byte{}, good[:8]...), 100, byte(OpGet), 1, 'k'),
-		"overlong varint":  append(append([]byte{}, good[:8]...), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01),
-		"key length huge":  append(append([]byte{}, good[:8]...), 1, byte(OpGet), 0xff, 0xff, 0xff, 0xff, 0x0f),
-		"value runs short": append(append([]byte{}, good[:8]...), 1, byte(OpPut), 1, 'k', 5, 'v'),
+		"empty":              {},
+		"shard over 32 bits": append(append([]byte{}, good[:8]...), 0x80, 0x80, 0x80, 0x80, 0x10, 0, 0, 0),
+		"short ring id":      good[:5],
+		"truncated op":       good[:len(good)-1],
+		"trailing bytes":     append(append([]byte{}, good...), 0),
+		"count past end":     append(append([]byte{}, header...), 100, byte(OpGet), 1, 'k'),
+		"overlong varint":    append(append([]byte{}, header...), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01),
+		"key length huge":    append(append([]byte{}, header...), 1, byte(OpGet), 0xff, 0xff, 0xff, 0xff, 0x0f),
+		"value runs short":   append(append([]byte{}, header...), 1, byte(OpPut), 1, 'k', 5, 'v'),
 	}
 	for name, b := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -56,7 +58,7 @@ func TestDecodeRejectsMalformed(t *testing.T) {
 		})
 	}
 	t.Run("too many ops", func(t *testing.T) {
-		b := append(append([]byte{}, good[:8]...), 0x81, 0x80, 0x04) // 65537
+		b := append(append([]byte{}, header...), 0x81, 0x80, 0x04) // 65537
 		var a BatchArgs
 		err := DecodeBatchArgs(b, &a)
 		require.ErrorIs(t, err, ErrTooManyOps)

@@ -47,6 +47,8 @@ const (
 	StatusTooLarge  Status = 4 // key, value or batch over the limits; not applied
 	StatusWrongRing Status = 5 // the server's ring differs from the sender's and it could not forward
 	StatusUnavail   Status = 6 // the owner of the key could not be reached; not applied
+	StatusNotLeader Status = 7 // this replica does not lead the op's shard; not applied (see BatchReply.Leader)
+	StatusUnknown   Status = 8 // a write whose replication outcome is unknown: it may or may not have been applied
 )
 
 // String names the status for logs and errors.
@@ -66,6 +68,10 @@ func (s Status) String() string {
 		return "wrong ring"
 	case StatusUnavail:
 		return "owner unavailable"
+	case StatusNotLeader:
+		return "not the leader"
+	case StatusUnknown:
+		return "outcome unknown"
 	default:
 		return fmt.Sprintf("status(%d)", uint8(s))
 	}
@@ -88,6 +94,15 @@ type BatchArgs struct {
 	// routing and applies every op locally; otherwise (zero included) it
 	// checks each key and forwards ops that other servers own.
 	RingID uint64
+	// Shard is the shard every op of the batch belongs to, for a
+	// replicated cluster (RF > 1); zero otherwise.
+	Shard uint32
+	// Session and Seq make a replicated batch's writes apply exactly once.
+	// A session (unique per client, one batch in flight at a time) numbers
+	// its batches 1, 2, ...; a batch resent with the same Session and Seq
+	// after a lost reply is not applied again. Session zero opts out.
+	Session uint64
+	Seq     uint64
 	// Ops are applied in order.
 	Ops []Op
 }
@@ -99,6 +114,10 @@ type BatchReply struct {
 	// was applied, Results is empty and Err says why.
 	Status  Status
 	Err     string
+	// Leader is set by a replica that answered StatusNotLeader for some
+	// ops: the address of the shard's leader as far as it knows, or empty
+	// when it knows none (an election is under way).
+	Leader  string
 	Results []Result
 }
 
