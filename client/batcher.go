@@ -10,7 +10,7 @@ import (
 )
 
 // batcher coalesces single ops from concurrent callers into batches for one
-// server.
+// server (or, in a replicated cluster, one shard).
 //
 // Invariants: ops from one caller reach the server in the order the caller
 // issued them, because a caller waits for each op's result before issuing
@@ -26,7 +26,7 @@ import (
 // switch per op; a mutex held for an append costs less.
 type batcher struct {
 	c        *Client
-	server   int
+	server   int // or shard
 	inflight chan struct{} // semaphore of MaxInFlight slots
 
 	mu    sync.Mutex
@@ -85,7 +85,7 @@ func (b *batcher) send(ops []wire.Op, waits []chan outcome) {
 	ctx, cancel := context.WithTimeout(context.Background(), b.c.cfg.BatchTimeout)
 	defer cancel()
 	results := make([]wire.Result, len(ops))
-	err := b.c.send(ctx, b.server, ops, results)
+	err := b.c.sendTo(ctx, b.server, ops, results)
 	for i, w := range waits {
 		r := results[i]
 		// Values alias the whole reply; a caller may keep one for long.

@@ -31,6 +31,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/batchkv/batchkv/ring"
+	"github.com/batchkv/batchkv/shard"
 	"github.com/batchkv/batchkv/wire"
 )
 
@@ -73,6 +74,18 @@ type Config struct {
 	// each failed probe doubles it, up to MaxCooldown. Defaults 500ms, 5s.
 	Cooldown    time.Duration
 	MaxCooldown time.Duration
+
+	// Shards, when positive, says the cluster is replicated: keys map to
+	// this many shards, each replicated on Replicas servers (package
+	// shard). Both must match the servers' flags; Discover reads them
+	// from a server. Zero Shards means the memory-only cluster, where keys
+	// map to servers directly.
+	Shards   int
+	Replicas int
+	// AttemptTimeout bounds one attempt of a replicated batch, so that a
+	// leader that went silent (partitioned, paused) is given up and the
+	// next replica tried. Default 5s.
+	AttemptTimeout time.Duration
 }
 
 func (c *Config) validate() error {
@@ -107,9 +120,15 @@ func (c *Config) validate() error {
 		c.MaxCooldown = 5 * time.Second
 	}
 	c.MaxCooldown = max(c.MaxCooldown, c.Cooldown)
+	if c.Shards > 0 && c.Replicas == 0 {
+		c.Replicas = 1
+	}
+	if c.AttemptTimeout == 0 {
+		c.AttemptTimeout = 5 * time.Second
+	}
 	switch {
 	case c.ConnsPerServer < 0, c.MaxInFlight < 0, c.DialTimeout < 0, c.Linger < 0, c.BatchTimeout < 0,
-		c.FailureThreshold < 0, c.Cooldown < 0:
+		c.FailureThreshold < 0, c.Cooldown < 0, c.Shards < 0, c.Replicas < 0, c.AttemptTimeout < 0:
 		return errors.New("client: negative Config field")
 	case c.MaxBatchOps < 0 || c.MaxBatchOps > wire.MaxBatchOps:
 		return fmt.Errorf("client: MaxBatchOps %d outside [1, %d]", c.MaxBatchOps, wire.MaxBatchOps)
@@ -125,7 +144,12 @@ type Client struct {
 	cfg      Config
 	ring     *ring.Ring
 	conns    []*serverConn
-	batchers []*batcher
+	batchers []*batcher // by server, or by shard when replicated
+
+	// Replicated clusters only (nil otherwise).
+	layout   *shard.Layout
+	leaders  []atomic.Int32 // by shard: the server believed to lead it
+	sessions *sessionPool
 	// unrouted is set once a server reports that our ring differs from
 	// its own; from then on batches go out with RingID 0.
 	unrouted atomic.Bool
@@ -144,8 +168,22 @@ func New(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("client: %w", err)
 	}
 	c := &Client{cfg: cfg, ring: r}
-	for i, addr := range cfg.Servers {
+	for _, addr := range cfg.Servers {
 		c.conns = append(c.conns, newServerConn(addr, &c.cfg, &c.traffic))
+	}
+	targets := len(cfg.Servers)
+	if cfg.Shards > 0 {
+		if c.layout, err = shard.New(cfg.Servers, cfg.Shards, cfg.Replicas, cfg.VirtualNodes); err != nil {
+			return nil, fmt.Errorf("client: %w", err)
+		}
+		c.leaders = make([]atomic.Int32, cfg.Shards)
+		for s := range c.leaders {
+			c.leaders[s].Store(int32(c.layout.Preferred(s)))
+		}
+		c.sessions = newSessionPool()
+		targets = cfg.Shards
+	}
+	for i := range targets {
 		c.batchers = append(c.batchers, newBatcher(c, i))
 	}
 	return c, nil
@@ -205,13 +243,14 @@ func (c *Client) DoInto(ctx context.Context, ops []wire.Op, results []wire.Resul
 	if len(ops) > wire.MaxBatchOps {
 		return fmt.Errorf("%w: %d ops in one batch, limit %d", ErrTooLarge, len(ops), wire.MaxBatchOps)
 	}
-	if c.ring.Len() == 1 {
-		return c.send(ctx, 0, ops, results)
+	targets := len(c.batchers)
+	if targets == 1 {
+		return c.sendTo(ctx, 0, ops, results)
 	}
-	parts := make([][]wire.Op, c.ring.Len())
-	where := make([][]int32, c.ring.Len())
+	parts := make([][]wire.Op, targets)
+	where := make([][]int32, targets)
 	for i := range ops {
-		s := c.ring.Owner(ops[i].Key)
+		s := c.route(ops[i].Key)
 		parts[s] = append(parts[s], ops[i])
 		where[s] = append(where[s], int32(i))
 	}
@@ -222,7 +261,7 @@ func (c *Client) DoInto(ctx context.Context, ops []wire.Op, results []wire.Resul
 		}
 		g.Go(func() error {
 			sub := make([]wire.Result, len(part))
-			err := c.send(ctx, s, part, sub)
+			err := c.sendTo(ctx, s, part, sub)
 			for j, i := range where[s] {
 				results[i] = sub[j]
 			}
@@ -230,6 +269,23 @@ func (c *Client) DoInto(ctx context.Context, ops []wire.Op, results []wire.Resul
 		})
 	}
 	return g.Wait()
+}
+
+// route returns the target of key: its shard when replicated, else its
+// server.
+func (c *Client) route(key string) int {
+	if c.layout != nil {
+		return c.layout.Shard(key)
+	}
+	return c.ring.Owner(key)
+}
+
+// sendTo sends ops, all for one target (see route), and fills results.
+func (c *Client) sendTo(ctx context.Context, target int, ops []wire.Op, results []wire.Result) error {
+	if c.layout != nil {
+		return c.sendShard(ctx, target, ops, results)
+	}
+	return c.send(ctx, target, ops, results)
 }
 
 // send sends ops, all owned by server s (or unrouted), and fills results.
@@ -305,7 +361,7 @@ func (c *Client) one(ctx context.Context, op wire.Op) (wire.Result, error) {
 		return wire.Result{}, ErrClosed
 	}
 	done := make(chan outcome, 1)
-	c.batchers[c.ring.Owner(op.Key)].add(op, done)
+	c.batchers[c.route(op.Key)].add(op, done)
 	select {
 	case o := <-done:
 		if o.err != nil {

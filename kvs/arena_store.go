@@ -120,6 +120,25 @@ func (s *ArenaStore) Len() int {
 	return n
 }
 
+// Range implements Store. It holds one shard's read lock at a time.
+func (s *ArenaStore) Range(fn func(key string, value []byte) bool) {
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.RLock()
+		for _, slot := range sh.slots {
+			if slot == 0 || slot == tombstone {
+				continue
+			}
+			off := int(slot&offMask) - 1
+			if !fn(sh.key(off), sh.value(off)) {
+				sh.mu.RUnlock()
+				return
+			}
+		}
+		sh.mu.RUnlock()
+	}
+}
+
 // find returns the slot holding key, or, when key is absent, the slot
 // where it would go (the first tombstone on its probe path, else the empty
 // slot that ended it).

@@ -60,7 +60,34 @@ type Config struct {
 	FrameTimeout time.Duration
 	// Logger receives connection errors. Nil means slog.Default().
 	Logger *slog.Logger
+
+	// Replicas is the replication factor. With Replicas > 1, or with a
+	// DataDir, the server is replicated: keys map to Shards shards, each a
+	// Raft group on Replicas servers (package shard places them), and
+	// every write is on a majority's disk before it is acknowledged.
+	// Zero or one without a DataDir is the memory-only server.
+	Replicas int
+	// Shards is the number of shards of a replicated cluster; zero means
+	// one per server. Every server and client must use the same.
+	Shards int
+	// DataDir holds the Raft logs and snapshots, one folder per shard.
+	// Required when replicated.
+	DataDir string
+	// NoSync skips fsync of the Raft log: an acknowledged write may be lost
+	// if a majority of a shard's machines lose power. For experiments only.
+	NoSync bool
+	// Raft sets the Raft timeouts; zero means DefaultRaftTiming().
+	Raft RaftTiming
+	// SessionTTL is how long a shard remembers a client session after its
+	// last batch, to suppress retried duplicates. Default 10 minutes.
+	SessionTTL time.Duration
+	// DialRaft opens connections to peers for Raft; nil means plain TCP.
+	// Tests route it through fault-injecting proxies.
+	DialRaft DialFunc
 }
+
+// Replicated reports whether cfg makes a replicated server.
+func (c *Config) Replicated() bool { return c.Replicas > 1 || c.DataDir != "" }
 
 func (c *Config) validate() error {
 	if c.HandshakeTimeout == 0 {
@@ -80,6 +107,20 @@ func (c *Config) validate() error {
 	}
 	if len(c.Peers) > 0 && !slices.Contains(c.Peers, c.Self) {
 		return fmt.Errorf("%w: %q not in %v", errNotInPeers, c.Self, c.Peers)
+	}
+	if c.Replicated() {
+		switch {
+		case c.DataDir == "":
+			return errors.New("kvs: a replicated server needs a DataDir")
+		case c.Self == "":
+			return errors.New("kvs: a replicated server needs Self, its address as peers and clients reach it")
+		}
+		if c.Raft == (RaftTiming{}) {
+			c.Raft = DefaultRaftTiming()
+		}
+		if c.SessionTTL == 0 {
+			c.SessionTTL = defaultSessionTTL
+		}
 	}
 	return nil
 }
@@ -108,7 +149,14 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, conns: map[net.Conn]struct{}{}}
 	s.svc = &Service{store: cfg.Store, stats: &s.stats}
-	if len(cfg.Peers) > 0 {
+	switch {
+	case cfg.Replicated():
+		repl, err := openReplication(&cfg)
+		if err != nil {
+			return nil, err
+		}
+		s.svc.repl = repl
+	case len(cfg.Peers) > 0:
 		r, err := ring.New(cfg.Peers, cfg.VirtualNodes)
 		if err != nil {
 			return nil, fmt.Errorf("kvs: %w", err)
@@ -119,6 +167,14 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.svc.ring, s.svc.self, s.svc.fwd = r, slices.Index(cfg.Peers, cfg.Self), fwd
 	}
+	s.svc.layout = wire.Layout{Servers: cfg.Peers, VirtualNodes: cfg.VirtualNodes}
+	if s.svc.repl != nil {
+		l := s.svc.repl.layout
+		s.svc.layout = wire.Layout{Servers: l.Servers(), VirtualNodes: cfg.VirtualNodes, Replicas: l.RF(), Shards: l.Shards()}
+	} else if len(cfg.Peers) == 0 && cfg.Self != "" {
+		s.svc.layout.Servers = []string{cfg.Self}
+	}
+
 	s.rpc = rpc.NewServer()
 	if err := s.rpc.RegisterName("KVService", s.svc); err != nil {
 		return nil, fmt.Errorf("kvs: %w", err)
@@ -207,6 +263,10 @@ func (s *Server) handle(raw net.Conn) {
 		_ = raw.Close()
 		return
 	}
+	if string(head) == RaftPreamble {
+		s.handleRaft(raw, counted, br)
+		return
+	}
 	if string(head) == wire.Preamble {
 		_, _ = br.Discard(len(wire.Preamble))
 		codec := &loggedCodec{ServerCodec: wire.NewServerCodec(counted, br, s.cfg.FrameTimeout), s: s, remote: raw.RemoteAddr()}
@@ -245,7 +305,30 @@ func (s *Server) Close() error {
 	if s.svc.fwd != nil {
 		_ = s.svc.fwd.Close()
 	}
+	if s.svc.repl != nil {
+		return s.svc.repl.close()
+	}
 	return nil
+}
+
+// handleRaft hands a Raft connection to its shard, or closes it.
+func (s *Server) handleRaft(raw, counted net.Conn, br *bufio.Reader) {
+	_, _ = br.Discard(len(RaftPreamble))
+	if s.svc.repl == nil {
+		s.log.Warn("raft connection to a server that is not replicated", "remote", raw.RemoteAddr())
+		s.untrack(raw)
+		_ = raw.Close()
+		return
+	}
+	sh, err := readRaftShard(raw, br, s.cfg.HandshakeTimeout)
+	if err == nil {
+		err = s.svc.repl.acceptRaft(&peekedConn{Conn: counted, r: br, done: func() { s.untrack(raw) }}, sh)
+	}
+	if err != nil {
+		s.log.Warn("refusing raft connection", "remote", raw.RemoteAddr(), "err", err)
+		s.untrack(raw)
+		_ = raw.Close()
+	}
 }
 
 // loggedCodec logs why a binary connection ended, unless it ended cleanly.

@@ -25,6 +25,11 @@ type Service struct {
 	ring  *ring.Ring     // nil for a server that owns every key
 	self  int            // our index in ring
 	fwd   *client.Client // to the other servers; nil when ring is nil
+	repl  *replication   // nil unless replicated
+	// layout is what KVService.Layout answers.
+	layout wire.Layout
+	// staleReads plants a bug for tests (SetStaleReadsForTest).
+	staleReads atomic.Bool
 
 	// valueBytes is the mean value size read by the last batch, plus one:
 	// the next batch sizes its value buffer from it.
@@ -79,6 +84,9 @@ func (s *Service) BatchOp(args *wire.BatchArgs, reply *wire.BatchReply) error {
 		s.stats.Rejected.Add(uint64(len(args.Ops)))
 		s.stats.Results[wire.StatusTooLarge].Add(uint64(len(args.Ops)))
 		return nil
+	case s.repl != nil:
+		s.replicatedBatch(args, reply)
+		return nil
 	case s.ring == nil || args.RingID == s.ring.ID():
 		reply.Results = make([]wire.Result, len(args.Ops))
 		s.apply(args.Ops, reply.Results)
@@ -98,9 +106,12 @@ func (s *Service) BatchOp(args *wire.BatchArgs, reply *wire.BatchReply) error {
 }
 
 // apply applies ops to the local store, in order, writing their results.
-// The values read are copied into one buffer per call, which the results'
+func (s *Service) apply(ops []wire.Op, results []wire.Result) { s.applyTo(s.store, ops, results) }
+
+// applyTo applies ops to store, in order, writing their results. The
+// values read are copied into one buffer per call, which the results'
 // values alias.
-func (s *Service) apply(ops []wire.Op, results []wire.Result) {
+func (s *Service) applyTo(store Store, ops []wire.Op, results []wire.Result) {
 	var gets, puts, dels, rejected uint64
 	for i := range ops {
 		switch {
@@ -115,10 +126,10 @@ func (s *Service) apply(ops []wire.Op, results []wire.Result) {
 		}
 	}
 	vals := make([]byte, 0, s.valueBufSize(gets))
-	if bs, ok := s.store.(BatchStore); ok && rejected == 0 {
+	if bs, ok := store.(BatchStore); ok && rejected == 0 {
 		vals = bs.ApplyBatch(ops, results, vals, maxReplyValues)
 	} else {
-		vals = s.applyEach(ops, results, vals)
+		vals = applyEach(store, ops, results, vals)
 	}
 	if gets > 0 {
 		s.valueBytes.Store(uint64(len(vals))/gets + 1)
@@ -140,7 +151,7 @@ func (s *Service) apply(ops []wire.Op, results []wire.Result) {
 
 // applyEach applies ops one by one, in order, and returns vals with the
 // values read appended.
-func (s *Service) applyEach(ops []wire.Op, results []wire.Result, vals []byte) []byte {
+func applyEach(store Store, ops []wire.Op, results []wire.Result, vals []byte) []byte {
 	for i := range ops {
 		op := &ops[i]
 		if st := op.Check(); st != wire.StatusOK {
@@ -151,7 +162,7 @@ func (s *Service) applyEach(ops []wire.Op, results []wire.Result, vals []byte) [
 		case wire.OpGet:
 			start := len(vals)
 			var ok bool
-			switch vals, ok = s.store.AppendGet(vals, op.Key); {
+			switch vals, ok = store.AppendGet(vals, op.Key); {
 			case ok && len(vals) > maxReplyValues:
 				vals = vals[:start]
 				results[i] = wire.Result{Status: wire.StatusTooLarge}
@@ -161,10 +172,10 @@ func (s *Service) applyEach(ops []wire.Op, results []wire.Result, vals []byte) [
 				results[i] = wire.Result{Status: wire.StatusNotFound}
 			}
 		case wire.OpPut:
-			s.store.Put(op.Key, op.Value)
+			store.Put(op.Key, op.Value)
 			results[i] = wire.Result{Status: wire.StatusOK}
 		case wire.OpDelete:
-			s.store.Delete(op.Key)
+			store.Delete(op.Key)
 			results[i] = wire.Result{Status: wire.StatusOK}
 		}
 	}
@@ -215,7 +226,9 @@ func (s *Service) one(op wire.Op) (wire.Result, error) {
 	}
 	results := make([]wire.Result, 1)
 	ops := []wire.Op{op}
-	if s.ring == nil {
+	if s.repl != nil {
+		s.forward(ops, results)
+	} else if s.ring == nil {
 		s.apply(ops, results)
 	} else {
 		s.route(ops, results)
@@ -238,4 +251,20 @@ func (s *Service) Get(req *wire.GetRequest, resp *wire.GetResponse) error {
 func (s *Service) Put(req *wire.PutRequest, _ *wire.PutResponse) error {
 	_, err := s.one(wire.Op{Code: wire.OpPut, Key: req.Key, Value: req.Value})
 	return err
+}
+
+// Layout answers how this cluster places keys (see client.Discover).
+func (s *Service) Layout(_ *wire.LayoutRequest, resp *wire.Layout) error {
+	*resp = s.layout
+	return nil
+}
+
+// Status answers this server's view of the shards it replicates.
+func (s *Service) Status(_ *wire.StatusRequest, resp *wire.StatusReply) error {
+	resp.Layout = s.layout
+	if s.repl != nil {
+		resp.Self = s.repl.self
+		resp.Shards = s.repl.status()
+	}
+	return nil
 }

@@ -21,6 +21,11 @@ type Store interface {
 	Delete(key string)
 	// Len returns the number of keys. It may take time proportional to it.
 	Len() int
+	// Range calls fn for every key and value until fn returns false. The
+	// arguments are valid only during the call. Writes concurrent with
+	// Range may or may not be seen; a replica's snapshot calls it while no
+	// write runs.
+	Range(fn func(key string, value []byte) bool)
 }
 
 // Get returns the value of key in s and whether it is present, in a string
@@ -80,4 +85,9 @@ func (s *SyncMapStore) Len() int {
 	n := 0
 	s.m.Range(func(_, _ any) bool { n++; return true })
 	return n
+}
+
+// Range implements Store.
+func (s *SyncMapStore) Range(fn func(key string, value []byte) bool) {
+	s.m.Range(func(k, v any) bool { return fn(k.(string), []byte(v.(string))) })
 }

@@ -115,6 +115,17 @@ func TestStoreMatchesMap(t *testing.T) {
 			require.True(t, ok, k)
 			require.Equal(t, want, got, k)
 		}
+		ranged := map[string]string{}
+		s.Range(func(k string, v []byte) bool {
+			_, dup := ranged[k]
+			require.False(t, dup, "Range gave %q twice", k)
+			ranged[k] = string(v)
+			return true
+		})
+		require.Equal(t, model, ranged)
+		calls := 0
+		s.Range(func(string, []byte) bool { calls++; return calls < 3 })
+		require.Equal(t, 3, calls, "Range goes on after fn returns false")
 	})
 }
 

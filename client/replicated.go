@@ -1,0 +1,180 @@
+package client
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/batchkv/batchkv/wire"
+)
+
+// A replicated cluster (Config.Shards > 0) answers each shard's ops at its
+// Raft leader. The client keeps its belief of every shard's leader, starts
+// with the shard's preferred replica, follows the leader hints of
+// StatusNotLeader replies, and tries the next replica when a server cannot
+// be reached or knows no leader, backing off between rounds, until the
+// call's context ends.
+//
+// Every batch is sent on a session of its own for the duration of the
+// call, numbered within the session; a batch resent after a lost reply
+// carries the same session and number, and the shard applies its writes
+// once.
+
+// Backoff between retries of a replicated batch.
+const (
+	retryBackoffMin = 10 * time.Millisecond
+	retryBackoffMax = 200 * time.Millisecond
+)
+
+// sessionPool hands out sessions, each used by one batch at a time.
+type sessionPool struct {
+	base uint64
+	next atomic.Uint64
+	mu   sync.Mutex
+	free []*clientSession
+}
+
+type clientSession struct {
+	id  uint64
+	seq uint64
+}
+
+func newSessionPool() *sessionPool {
+	var b [8]byte
+	_, _ = crand.Read(b[:])
+	return &sessionPool{base: binary.LittleEndian.Uint64(b[:])}
+}
+
+func (p *sessionPool) get() *clientSession {
+	p.mu.Lock()
+	if n := len(p.free); n > 0 {
+		s := p.free[n-1]
+		p.free = p.free[:n-1]
+		p.mu.Unlock()
+		return s
+	}
+	p.mu.Unlock()
+	// Multiplying by an odd constant is a bijection, so ids stay unique.
+	id := p.base ^ (p.next.Add(1) * 0x9e3779b97f4a7c15)
+	if id == 0 {
+		id = p.base ^ (p.next.Add(1) * 0x9e3779b97f4a7c15)
+	}
+	return &clientSession{id: id}
+}
+
+func (p *sessionPool) put(s *clientSession) {
+	p.mu.Lock()
+	p.free = append(p.free, s)
+	p.mu.Unlock()
+}
+
+// leaderOf returns the server the client believes leads shard.
+func (c *Client) leaderOf(shard int) int { return int(c.leaders[shard].Load()) }
+
+// nextReplica moves shard's believed leader from server from to the next
+// replica, unless someone already moved it.
+func (c *Client) nextReplica(shard, from int) {
+	reps := c.layout.Replicas(shard)
+	i := slices.Index(reps, from)
+	c.leaders[shard].CompareAndSwap(int32(from), int32(reps[(i+1)%len(reps)]))
+}
+
+// sendShard sends ops, all of one shard, to its leader, following
+// redirects and retrying with the same session number until the results
+// are final or ctx ends.
+func (c *Client) sendShard(ctx context.Context, shard int, ops []wire.Op, results []wire.Result) error {
+	sess := c.sessions.get()
+	defer c.sessions.put(sess)
+	sess.seq++
+	args := wire.BatchArgs{RingID: c.layout.ID(), Shard: uint32(shard), Session: sess.id, Seq: sess.seq, Ops: ops}
+	backoff := retryBackoffMin
+	var lastErr error
+	for attempt := 0; ; attempt++ {
+		srv := c.leaderOf(shard)
+		var reply wire.BatchReply
+		actx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
+		err := c.conns[srv].call(actx, &args, &reply)
+		cancel()
+		redirected := false
+		switch {
+		case err != nil:
+			lastErr = err
+			if errors.Is(err, ErrClosed) || errors.Is(err, ErrTooLarge) || ctx.Err() != nil {
+				return c.giveUp(ops, results, err)
+			}
+			c.nextReplica(shard, srv)
+		case reply.Status != wire.StatusOK:
+			fill(results, reply.Status)
+			return fmt.Errorf("client: server %s rejected the batch (%s): %s", c.cfg.Servers[srv], reply.Status, reply.Err)
+		case len(reply.Results) != len(ops):
+			lastErr = fmt.Errorf("client: server %s sent %d results for %d ops", c.cfg.Servers[srv], len(reply.Results), len(ops))
+			c.nextReplica(shard, srv)
+		case !needsRetry(reply.Results):
+			copy(results, reply.Results)
+			return nil
+		default:
+			lastErr = fmt.Errorf("client: shard %d: %s answered %s", shard, c.cfg.Servers[srv], firstRetryStatus(reply.Results))
+			if hint := slices.Index(c.cfg.Servers, reply.Leader); hint >= 0 && hint != srv {
+				redirected = c.leaders[shard].CompareAndSwap(int32(srv), int32(hint)) || c.leaderOf(shard) != srv
+			} else {
+				c.nextReplica(shard, srv)
+			}
+		}
+		if redirected && attempt == 0 {
+			continue // a fresh hint: follow it at once
+		}
+		wait := backoff/2 + rand.N(backoff/2+1)
+		backoff = min(2*backoff, retryBackoffMax)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return c.giveUp(ops, results, fmt.Errorf("%w (last: %w)", ctx.Err(), lastErr))
+		}
+	}
+}
+
+// needsRetry reports whether some op must be resent: its replica was not
+// the leader, or lost leadership before the write's fate was known.
+func needsRetry(results []wire.Result) bool {
+	for i := range results {
+		if st := results[i].Status; st == wire.StatusNotLeader || st == wire.StatusUnknown {
+			return true
+		}
+	}
+	return false
+}
+
+func firstRetryStatus(results []wire.Result) wire.Status {
+	for i := range results {
+		if st := results[i].Status; st == wire.StatusNotLeader || st == wire.StatusUnknown {
+			return st
+		}
+	}
+	return wire.StatusOK
+}
+
+// giveUp fills the results of a batch that got no final answer: writes
+// may or may not have been applied, reads were not answered.
+func (c *Client) giveUp(ops []wire.Op, results []wire.Result, err error) error {
+	for i := range ops {
+		switch {
+		case ops[i].Check() != wire.StatusOK:
+			results[i] = wire.Result{Status: ops[i].Check()}
+		case ops[i].Code == wire.OpGet:
+			results[i] = wire.Result{Status: wire.StatusUnavail}
+		default:
+			results[i] = wire.Result{Status: wire.StatusUnknown}
+		}
+	}
+	if errors.Is(err, ErrUnavailable) || errors.Is(err, ErrClosed) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}

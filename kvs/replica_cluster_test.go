@@ -1,0 +1,241 @@
+package kvs_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Shopify/toxiproxy/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/batchkv/batchkv/client"
+	"github.com/batchkv/batchkv/kvs"
+	"github.com/batchkv/batchkv/wire"
+)
+
+// replCluster is n replicated servers on loopback TCP with data dirs under
+// the test's temp dir. Raft traffic from server i to server j goes through
+// a toxiproxy proxy of its own (links[i][j]), so tests can cut or slow any
+// link; clients talk to the servers directly.
+type replCluster struct {
+	t       *testing.T
+	addrs   []string
+	dirs    []string
+	shards  int
+	rf      int
+	links   [][]*toxiproxy.Proxy
+	mu      sync.Mutex
+	servers []*kvs.Server // nil while stopped
+	stale   bool          // plant the stale-read bug in every server
+	logger  *slog.Logger
+}
+
+func newReplCluster(t *testing.T, n, rf, shards int) *replCluster {
+	t.Helper()
+	c := &replCluster{t: t, rf: rf, shards: shards, servers: make([]*kvs.Server, n)}
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		c.addrs = append(c.addrs, ln.Addr().String())
+		require.NoError(t, ln.Close())
+		c.dirs = append(c.dirs, t.TempDir())
+	}
+	c.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		c.logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	api := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
+	c.links = make([][]*toxiproxy.Proxy, n)
+	for i := range n {
+		c.links[i] = make([]*toxiproxy.Proxy, n)
+		for j := range n {
+			if i == j {
+				continue
+			}
+			p := toxiproxy.NewProxy(api, fmt.Sprintf("raft-%d-%d", i, j), "127.0.0.1:0", c.addrs[j])
+			require.NoError(t, p.Start())
+			c.links[i][j] = p
+		}
+	}
+	t.Cleanup(func() {
+		for i := range c.servers {
+			c.stop(i)
+		}
+		for i := range c.links {
+			for _, p := range c.links[i] {
+				if p != nil {
+					p.Stop()
+				}
+			}
+		}
+	})
+	for i := range n {
+		c.start(i)
+	}
+	return c
+}
+
+// dialFor returns server i's Raft dialer: through the proxy of each link.
+func (c *replCluster) dialFor(i int) kvs.DialFunc {
+	return func(addr string, timeout time.Duration) (net.Conn, error) {
+		for j, a := range c.addrs {
+			if a == addr && c.links[i][j] != nil && false {
+				addr = c.links[i][j].Listen
+			}
+		}
+		return net.DialTimeout("tcp", addr, timeout)
+	}
+}
+
+// start (re)starts server i on its address and data dir.
+func (c *replCluster) start(i int) {
+	c.t.Helper()
+	cfg := kvs.Config{Self: c.addrs[i], Peers: c.addrs, Replicas: c.rf, Shards: c.shards, DataDir: c.dirs[i],
+		Logger: c.logger.With("server", i), DialRaft: c.dialFor(i)}
+	srv, err := kvs.New(cfg)
+	require.NoError(c.t, err)
+	var ln net.Listener
+	require.Eventually(c.t, func() bool {
+		ln, err = net.Listen("tcp", c.addrs[i])
+		return err == nil
+	}, 5*time.Second, 20*time.Millisecond, "listen on %s: %v", c.addrs[i], err)
+	kvs.SetStaleReadsForTest(srv, c.stale)
+	go func() { _ = srv.Serve(ln) }()
+	c.mu.Lock()
+	c.servers[i] = srv
+	c.mu.Unlock()
+}
+
+// stop closes server i, if running: its connections drop at once, as
+// when its process dies.
+func (c *replCluster) stop(i int) {
+	c.mu.Lock()
+	srv := c.servers[i]
+	c.servers[i] = nil
+	c.mu.Unlock()
+	if srv != nil {
+		_ = srv.Close()
+	}
+}
+
+// isolate cuts (on) or restores (off) every Raft link to and from server i.
+func (c *replCluster) isolate(i int, on bool) {
+	for j := range c.addrs {
+		for _, p := range []*toxiproxy.Proxy{c.links[i][j], c.links[j][i]} {
+			switch {
+			case p == nil:
+			case on:
+				p.Stop()
+			default:
+				require.NoError(c.t, p.Start())
+			}
+		}
+	}
+}
+
+func (c *replCluster) client(t *testing.T, tweak ...func(*client.Config)) *client.Client {
+	cfg := client.Config{Servers: c.addrs, Shards: c.shards, Replicas: c.rf, MaxBatchOps: 64}
+	for _, f := range tweak {
+		f(&cfg)
+	}
+	cl, err := client.New(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cl.Close() })
+	return cl
+}
+
+// status asks server i for its view of its shards.
+func (c *replCluster) status(i int) (wire.StatusReply, error) {
+	var st wire.StatusReply
+	cl, err := client.DialAdmin(c.addrs[i], time.Second)
+	if err != nil {
+		return st, err
+	}
+	defer func() { _ = cl.Close() }()
+	err = cl.Call(wire.StatusMethod, &wire.StatusRequest{}, &st)
+	return st, err
+}
+
+// leader returns the server that leads shard according to server i's
+// own state, or -1.
+func (c *replCluster) leader(shard int) int {
+	for i := range c.addrs {
+		c.mu.Lock()
+		up := c.servers[i] != nil
+		c.mu.Unlock()
+		if !up {
+			continue
+		}
+		st, err := c.status(i)
+		if err != nil {
+			continue
+		}
+		for _, s := range st.Shards {
+			if s.Shard == shard && s.State == "Leader" {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// waitLeader waits until some server other than not leads shard.
+func (c *replCluster) waitLeader(shard int, not int) int {
+	c.t.Helper()
+	l := -1
+	require.Eventually(c.t, func() bool {
+		l = c.leader(shard)
+		return l >= 0 && l != not
+	}, 15*time.Second, 50*time.Millisecond, "no leader for shard %d", shard)
+	return l
+}
+
+// putAll writes n keys prefix0..prefix{n-1} in batches and fails the test
+// on any error.
+func putAll(t *testing.T, cl *client.Client, prefix string, n int, value func(i int) string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for start := 0; start < n; start += 500 {
+		ops := make([]wire.Op, 0, 500)
+		for i := start; i < min(n, start+500); i++ {
+			ops = append(ops, wire.Op{Code: wire.OpPut, Key: fmt.Sprintf("%s%d", prefix, i), Value: value(i)})
+		}
+		res, err := cl.Do(ctx, ops)
+		require.NoError(t, err)
+		for _, r := range res {
+			require.Equal(t, wire.StatusOK, r.Status)
+		}
+	}
+}
+
+// checkAll reads the keys putAll wrote and compares them.
+func checkAll(t *testing.T, cl *client.Client, prefix string, n int, value func(i int) string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for start := 0; start < n; start += 500 {
+		ops := make([]wire.Op, 0, 500)
+		for i := start; i < min(n, start+500); i++ {
+			ops = append(ops, wire.Op{Code: wire.OpGet, Key: fmt.Sprintf("%s%d", prefix, i)})
+		}
+		res, err := cl.Do(ctx, ops)
+		require.NoError(t, err)
+		for j, r := range res {
+			require.Equal(t, wire.StatusOK, r.Status, "key %s", ops[j].Key)
+			require.Equal(t, value(start+j), r.Value, "key %s", ops[j].Key)
+		}
+	}
+}
+
+func valueOf(tag string) func(int) string {
+	return func(i int) string { return fmt.Sprintf("%s-%d-%s", tag, i, strings.Repeat("x", i%50)) }
+}

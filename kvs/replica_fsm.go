@@ -1,0 +1,104 @@
+package kvs
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/batchkv/batchkv/wire"
+)
+
+// shardFSM is the state machine of one replicated shard: its store and the
+// session table that makes retried batches apply once. Raft calls Apply,
+// Snapshot and Restore from one goroutine; reads of the store run
+// concurrently with them on the leader.
+type shardFSM struct {
+	store    atomic.Pointer[storeBox] // swapped whole by Restore
+	newStore func() Store
+
+	// sessions is touched only by raft's FSM goroutine.
+	sessions map[uint64]session
+	// sessionTTL is how long a session is remembered after its last batch,
+	// measured in the leader's append times, which every replica sees.
+	sessionTTL time.Duration
+}
+
+type storeBox struct{ Store }
+
+// session is what a shard remembers of one client session: the last batch
+// applied and when. A batch's reply is determined by its ops (every write
+// of a well-formed batch succeeds), so remembering its number remembers
+// its reply.
+type session struct {
+	seq  uint64
+	last int64 // unix seconds of the entry that applied seq
+}
+
+// applyResult is what Apply returns for a command: whether it was a
+// duplicate of a batch already applied.
+type applyResult struct {
+	duplicate bool
+	err       error
+}
+
+// sessionSweepEvery is how often, in log entries, expired sessions are
+// dropped. Entry indexes and append times are the same on every replica,
+// so every replica drops the same sessions.
+const sessionSweepEvery = 1024
+
+func newShardFSM(newStore func() Store, ttl time.Duration) *shardFSM {
+	f := &shardFSM{newStore: newStore, sessions: map[uint64]session{}, sessionTTL: ttl}
+	f.store.Store(&storeBox{newStore()})
+	return f
+}
+
+// Apply implements raft.FSM.
+func (f *shardFSM) Apply(l *raft.Log) any {
+	if l.Type != raft.LogCommand {
+		return nil
+	}
+	// Whole seconds: the append time reaches followers through msgpack,
+	// which need not keep nanoseconds, and replicas must agree on it.
+	now := l.AppendedAt.Unix()
+	if l.Index%sessionSweepEvery == 0 {
+		f.expireSessions(now)
+	}
+	var args wire.BatchArgs
+	if err := wire.DecodeBatchArgs(l.Data, &args); err != nil {
+		// Only the leader's own Service writes entries, so this is a bug,
+		// not bad input; refuse the entry on every replica alike.
+		return applyResult{err: fmt.Errorf("kvs: log entry %d does not decode: %w", l.Index, err)}
+	}
+	if args.Session != 0 {
+		if s, ok := f.sessions[args.Session]; ok && args.Seq <= s.seq {
+			return applyResult{duplicate: true}
+		}
+		f.sessions[args.Session] = session{seq: args.Seq, last: now}
+	}
+	applyWrites(f.current(), args.Ops)
+	return applyResult{}
+}
+
+func (f *shardFSM) expireSessions(now int64) {
+	cutoff := now - int64(f.sessionTTL/time.Second)
+	for id, s := range f.sessions {
+		if s.last < cutoff {
+			delete(f.sessions, id)
+		}
+	}
+}
+
+// applyWrites applies puts and deletes that passed Op.Check, in order.
+func applyWrites(st Store, ops []wire.Op) {
+	results := make([]wire.Result, len(ops))
+	if bs, ok := st.(BatchStore); ok {
+		bs.ApplyBatch(ops, results, nil, 0)
+		return
+	}
+	applyEach(st, ops, results, nil)
+}
+
+// current returns the shard's current store.
+func (f *shardFSM) current() Store { return f.store.Load().Store }

@@ -1,0 +1,88 @@
+package kvs_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batchkv/batchkv/wire"
+)
+
+// TestReplicatedLeadersSpread: with 3 servers and 6 shards at RF=3, every
+// server hosts every shard and, once the preferred replicas have taken
+// over, leads two of them.
+func TestReplicatedLeadersSpread(t *testing.T) {
+	c := newReplCluster(t, 3, 3, 6)
+	require.Eventually(t, func() bool {
+		leads := make([]int, 3)
+		for sh := range 6 {
+			l := c.leader(sh)
+			if l < 0 {
+				return false
+			}
+			leads[l]++
+		}
+		return leads[0] == 2 && leads[1] == 2 && leads[2] == 2
+	}, 30*time.Second, 200*time.Millisecond)
+	st, err := c.status(0)
+	require.NoError(t, err)
+	require.Len(t, st.Shards, 6)
+	require.Equal(t, 3, st.Layout.Replicas)
+	for _, s := range st.Shards {
+		require.Len(t, s.Replicas, 3)
+		require.Equal(t, c.addrs[s.Shard%3], s.Replicas[0])
+	}
+}
+
+// TestReplicatedNoAcknowledgedWriteLost: acknowledged writes survive
+// stopping every replica and starting them all again from their data
+// dirs, and also the shards' snapshots (a low threshold forces them).
+func TestReplicatedNoAcknowledgedWriteLost(t *testing.T) {
+	c := newReplCluster(t, 3, 3, 3)
+	cl := c.client(t)
+	putAll(t, cl, "k", 3000, valueOf("v1"))
+	putAll(t, cl, "k", 1500, valueOf("v2")) // overwrite half
+	value := func(i int) string {
+		if i < 1500 {
+			return valueOf("v2")(i)
+		}
+		return valueOf("v1")(i)
+	}
+	for i := range c.addrs {
+		c.stop(i)
+	}
+	for i := range c.addrs {
+		c.start(i)
+	}
+	checkAll(t, c.client(t), "k", 3000, value)
+}
+
+// TestReplicatedBatchKeepsKeyOrder: ops on one key apply in batch order,
+// including a get after a put of its key in the same batch.
+func TestReplicatedBatchKeepsKeyOrder(t *testing.T) {
+	c := newReplCluster(t, 3, 3, 3)
+	cl := c.client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := cl.Do(ctx, []wire.Op{
+		{Code: wire.OpPut, Key: "a", Value: "1"},
+		{Code: wire.OpGet, Key: "a"},
+		{Code: wire.OpPut, Key: "a", Value: "2"},
+		{Code: wire.OpGet, Key: "b"},
+		{Code: wire.OpDelete, Key: "a"},
+		{Code: wire.OpGet, Key: "a"},
+		{Code: wire.OpPut, Key: "", Value: "x"},
+	})
+	require.NoError(t, err)
+	want := []wire.Status{wire.StatusOK, wire.StatusOK, wire.StatusOK, wire.StatusNotFound, wire.StatusOK, wire.StatusNotFound, wire.StatusBadKey}
+	for i, r := range res {
+		require.Equal(t, want[i], r.Status, "op %d", i)
+	}
+	require.Equal(t, "1", res[1].Value)
+	res, err = cl.Do(ctx, []wire.Op{{Code: wire.OpGet, Key: "a"}, {Code: wire.OpPut, Key: "a", Value: "3"}, {Code: wire.OpGet, Key: "a"}})
+	require.NoError(t, err)
+	require.Equal(t, wire.StatusNotFound, res[0].Status, "a get before a put of its key sees the state before the batch")
+	require.Equal(t, "3", res[2].Value)
+}

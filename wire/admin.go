@@ -1,0 +1,52 @@
+package wire
+
+// The admin RPCs, KVService.Layout and KVService.Status, are served over
+// net/rpc's HTTP transport with gob (client.Discover and kvsctl use them);
+// the binary codec carries only BatchOp.
+
+// LayoutMethod and StatusMethod are the net/rpc names of the admin RPCs.
+const (
+	LayoutMethod = "KVService.Layout"
+	StatusMethod = "KVService.Status"
+)
+
+// LayoutRequest is the argument of KVService.Layout.
+type LayoutRequest struct{}
+
+// Layout describes how a cluster places keys, so that a client given one
+// server's address can route like the servers do.
+type Layout struct {
+	// Servers are every server's address, as clients reach them.
+	Servers []string
+	// VirtualNodes per node on the ring (0: the default).
+	VirtualNodes int
+	// Replicas is the replication factor; 0 means the cluster is not
+	// replicated: keys map to servers directly, with no shards.
+	Replicas int
+	// Shards is the number of shards of a replicated cluster.
+	Shards int
+}
+
+// StatusRequest is the argument of KVService.Status.
+type StatusRequest struct{}
+
+// StatusReply is a server's view of the shards it replicates.
+type StatusReply struct {
+	Self   string
+	Layout Layout
+	Shards []ShardStatus
+}
+
+// ShardStatus is one replica's view of its shard.
+type ShardStatus struct {
+	Shard     int
+	Replicas  []string // preferred leader first
+	State     string   // Leader, Follower, Candidate or Shutdown
+	Leader    string   // "" while unknown
+	Term      uint64
+	LastIndex uint64 // last entry in this replica's log
+	Commit    uint64 // last entry known committed
+	Applied   uint64 // last entry applied to the store
+	Snapshot  uint64 // index of the last snapshot
+	Keys      int
+}
