@@ -26,7 +26,7 @@ import (
 // switch per op; a mutex held for an append costs less.
 type batcher struct {
 	c        *Client
-	server   int // or shard
+	server   int           // or shard
 	inflight chan struct{} // semaphore of MaxInFlight slots
 
 	mu    sync.Mutex

@@ -112,8 +112,8 @@ type BatchReply struct {
 	// Status is StatusOK when the ops were processed, in which case Results
 	// has one entry per op. Otherwise the whole batch was rejected, nothing
 	// was applied, Results is empty and Err says why.
-	Status  Status
-	Err     string
+	Status Status
+	Err    string
 	// Leader is set by a replica that answered StatusNotLeader for some
 	// ops: the address of the shard's leader as far as it knows, or empty
 	// when it knows none (an election is under way).
