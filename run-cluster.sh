@@ -174,11 +174,22 @@ for ((i = 0; i < SERVER_COUNT; i++)); do
     fi
 done
 PEERS=$(IFS=,; echo "${SERVER_ADDRS[*]}")
+# A replicated server (-rf above 1) is always durable: unless server_args
+# name a -data-dir, each keeps its Raft logs under this run's directory.
+DURABLE=0
+if [[ " $SERVER_ARGS " =~ [[:space:]]--?rf[=[:space:]]+([0-9]+) ]] && (( BASH_REMATCH[1] > 1 )) &&
+    [[ " $SERVER_ARGS " != *" -data-dir"* && " $SERVER_ARGS " != *" --data-dir"* ]]; then
+    DURABLE=1
+    echo "data:         $LOG_DIR/data/<server>"
+fi
 SERVER_PIDS=()
 for ((i = 0; i < SERVER_COUNT; i++)); do
     addr=${SERVER_ADDRS[$i]}
+    data_args=()
+    if (( DURABLE )); then data_args=(-data-dir "$LOG_DIR/data/server$i"); fi
     # shellcheck disable=SC2086 # server_args is a list of flags
-    start "${SERVER_NAMES[$i]}" "${addr%:*}" kvsserver -host "${addr%:*}" -port "${addr##*:}" -peers "$PEERS" -self "$addr" $SERVER_ARGS
+    start "${SERVER_NAMES[$i]}" "${addr%:*}" kvsserver -host "${addr%:*}" -port "${addr##*:}" -peers "$PEERS" -self "$addr" \
+        "${data_args[@]+"${data_args[@]}"}" $SERVER_ARGS
     SERVER_PIDS+=("$STARTED_PID")
 done
 

@@ -220,7 +220,7 @@ func (g *replicaGroup) watchPeers() {
 			if leaderSince.IsZero() {
 				leaderSince = time.Now()
 			}
-			if g.self == g.preferred || time.Since(leaderSince) < 5*time.Second {
+			if g.self == g.preferred || time.Since(leaderSince) < time.Second {
 				continue
 			}
 			if _, bad := g.failing.Load(g.preferred); bad {

@@ -108,7 +108,14 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "config hosts=%s workload=%s theta=%v secs=%d numClients=%d batchSize=%d records=%d valueBytes=%d codec=%s conns=%d seed=%d\n",
 		strings.Join(o.hosts, ","), o.workload, o.theta, o.secs, o.numClients, o.batchSize, o.records, o.valueBytes, o.codec, o.conns, o.seed)
-	cl, err := client.New(client.Config{Servers: o.hosts, Codec: o.codec, ConnsPerServer: o.conns, VirtualNodes: o.vnodes})
+	cfg := client.Config{Servers: o.hosts, Codec: o.codec, ConnsPerServer: o.conns, VirtualNodes: o.vnodes}
+	if l, err := client.Discover(o.hosts[0], 5*time.Second); err != nil {
+		fmt.Fprintf(stdout, "layout: %s did not answer (%v); routing over -hosts\n", o.hosts[0], err)
+	} else if l.Shards > 0 {
+		cfg.Servers, cfg.Shards, cfg.Replicas, cfg.VirtualNodes = l.Servers, l.Shards, l.Replicas, l.VirtualNodes
+		fmt.Fprintf(stdout, "layout replicated servers=%s shards=%d rf=%d\n", strings.Join(l.Servers, ","), l.Shards, l.Replicas)
+	}
+	cl, err := client.New(cfg)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@
 //
 //	kvsserver -port 8080
 //	kvsserver -port 8080 -peers node0:8080,node1:8080 -self node1:8080
+//	kvsserver -port 8080 -peers n0:8080,n1:8080,n2:8080 -rf 3 -data-dir /var/lib/kvs
 //
 // Every second it prints get/s, put/s and ops/s as the course skeleton's
 // server does, plus its CPU %, resident memory and network rates.
@@ -17,6 +18,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -45,6 +47,15 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	frameTimeout := fs.Duration("frame-timeout", 30*time.Second, "close a connection whose request frame stalls this long")
 	storeName := fs.String("store", kvs.DefaultStore, "store implementation: "+strings.Join(kvs.Stores, " or "))
 	admin := fs.String("admin", "", "host:port of the admin HTTP server with /metrics (Prometheus) and /debug/pprof (empty: none)")
+	rf := fs.Int("rf", 1, "replication factor: each shard is a Raft group on this many servers (1: memory-only, unless -data-dir)")
+	shards := fs.Int("shards", 0, "shards of a replicated cluster (0: one per server); clients learn it from the servers")
+	dataDir := fs.String("data-dir", "", "directory of the Raft logs and snapshots; makes the server durable (default with -rf > 1: kvsdata/<host_port>)")
+	noSync := fs.Bool("unsafe-nosync", false, "do not fsync the Raft log (experiments only: an acknowledged write may be lost on power failure)")
+	timing := kvs.DefaultRaftTiming()
+	fs.DurationVar(&timing.HeartbeatTimeout, "raft-heartbeat", timing.HeartbeatTimeout, "Raft heartbeat timeout: a follower that hears nothing from its leader this long calls an election")
+	fs.DurationVar(&timing.ElectionTimeout, "raft-election", timing.ElectionTimeout, "Raft election timeout of a candidate")
+	fs.DurationVar(&timing.LeaderLeaseTimeout, "raft-lease", timing.LeaderLeaseTimeout, "Raft leader lease: a leader that hears from no majority this long steps down")
+	fs.Uint64Var(&timing.SnapshotThreshold, "raft-snapshot-entries", timing.SnapshotThreshold, "log entries between snapshots of a shard")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -56,7 +67,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if !ok {
 		return fmt.Errorf("-store %q: want one of %v", *storeName, kvs.Stores)
 	}
-	cfg := kvs.Config{VirtualNodes: *vnodes, FrameTimeout: *frameTimeout, Logger: log, Store: store}
+	cfg := kvs.Config{VirtualNodes: *vnodes, FrameTimeout: *frameTimeout, Logger: log, Store: store,
+		Replicas: *rf, Shards: *shards, DataDir: *dataDir, NoSync: *noSync, Raft: timing}
+	if *rf < 1 {
+		return fmt.Errorf("-rf %d: want at least 1", *rf)
+	}
 	if *peers != "" {
 		cfg.Peers = strings.Split(*peers, ",")
 		cfg.Self = *self
@@ -65,6 +80,19 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			if cfg.Self, err = guessSelf(cfg.Peers, *port); err != nil {
 				return err
 			}
+		}
+	}
+	if cfg.Replicas > 1 || cfg.DataDir != "" {
+		if cfg.Self == "" {
+			cfg.Self = net.JoinHostPort(defaultHost(*host), strconv.Itoa(*port))
+		}
+		if cfg.DataDir == "" {
+			cfg.DataDir = filepath.Join("kvsdata", strings.NewReplacer(":", "_", "/", "_").Replace(cfg.Self))
+		}
+		log.Info("replicated", "rf", cfg.Replicas, "shards", cfg.Shards, "data_dir", cfg.DataDir,
+			"heartbeat", timing.HeartbeatTimeout, "election", timing.ElectionTimeout, "lease", timing.LeaderLeaseTimeout)
+		if cfg.NoSync {
+			log.Warn("WARNING: -unsafe-nosync: the Raft log is not fsynced; acknowledged writes can be lost if a majority of a shard's machines crash")
 		}
 	}
 	srv, err := kvs.New(cfg)
@@ -99,6 +127,15 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		_ = srv.Close()
 		return err
 	}
+}
+
+// defaultHost is the host a lone replicated server advertises when it
+// listens on every interface.
+func defaultHost(h string) string {
+	if h == "" || h == "0.0.0.0" || h == "::" {
+		return "127.0.0.1"
+	}
+	return h
 }
 
 // guessSelf picks the one peer whose port is ours.
