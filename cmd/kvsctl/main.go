@@ -1,0 +1,167 @@
+// Command kvsctl shows a cluster's shards and reads or writes keys by hand.
+//
+//	kvsctl -hosts 127.0.0.1:8080 status
+//	kvsctl -hosts 127.0.0.1:8080 put user1 hello
+//	kvsctl -hosts 127.0.0.1:8080 get user1
+//	kvsctl -hosts 127.0.0.1:8080 delete user1
+//
+// status asks every server for its view of the shards it replicates and
+// prints one line per replica: its state, the leader it knows, its term,
+// and its last, committed and applied log indexes. get, put and delete go
+// through the client library, which finds each shard's leader.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/batchkv/batchkv/client"
+	"github.com/batchkv/batchkv/wire"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "kvsctl:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("kvsctl", flag.ContinueOnError)
+	hosts := fs.String("hosts", "127.0.0.1:8080", "comma-separated host:port of servers; the first that answers tells the layout")
+	timeout := fs.Duration("timeout", 5*time.Second, "deadline of each command")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: kvsctl [-hosts h:p,...] [-timeout d] status | get KEY | put KEY VALUE | delete KEY")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cmd := fs.Args()
+	if len(cmd) == 0 {
+		fs.Usage()
+		return errors.New("no command")
+	}
+	cfg, err := discover(strings.Split(*hosts, ","), *timeout)
+	if err != nil {
+		return err
+	}
+	switch {
+	case cmd[0] == "status" && len(cmd) == 1:
+		return status(cfg, *timeout, stdout)
+	case cmd[0] == "get" && len(cmd) == 2, cmd[0] == "put" && len(cmd) == 3, cmd[0] == "delete" && len(cmd) == 2:
+		return keyOp(cfg, *timeout, cmd, stdout)
+	}
+	fs.Usage()
+	return fmt.Errorf("bad command %q", strings.Join(cmd, " "))
+}
+
+func discover(hosts []string, timeout time.Duration) (client.Config, error) {
+	var errs []error
+	for _, h := range hosts {
+		cfg, err := client.Discover(h, timeout)
+		if err == nil {
+			return cfg, nil
+		}
+		errs = append(errs, err)
+	}
+	return client.Config{}, fmt.Errorf("no server answered: %w", errors.Join(errs...))
+}
+
+func status(cfg client.Config, timeout time.Duration, stdout io.Writer) error {
+	if cfg.Shards == 0 {
+		fmt.Fprintf(stdout, "not replicated: %d servers, keys placed by consistent hashing (%s)\n", len(cfg.Servers), strings.Join(cfg.Servers, ","))
+		return nil
+	}
+	fmt.Fprintf(stdout, "%d servers, %d shards, RF %d\n", len(cfg.Servers), cfg.Shards, cfg.Replicas)
+	var rows []row
+	for _, srv := range cfg.Servers {
+		st, err := serverStatus(srv, timeout)
+		if err != nil {
+			fmt.Fprintf(stdout, "%s: unreachable (%v)\n", srv, err)
+			continue
+		}
+		for _, s := range st.Shards {
+			rows = append(rows, row{server: srv, ShardStatus: s})
+		}
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		if rows[i].Shard != rows[j].Shard {
+			return rows[i].Shard < rows[j].Shard
+		}
+		return rows[i].server < rows[j].server
+	})
+	w := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "SHARD\tREPLICA\tSTATE\tLEADER\tTERM\tLAST\tCOMMIT\tAPPLIED\tSNAPSHOT\tKEYS\tPREFERRED")
+	for _, r := range rows {
+		pref := ""
+		if len(r.Replicas) > 0 && r.Replicas[0] == r.server {
+			pref = "yes"
+		}
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", r.Shard, r.server, r.State, r.Leader,
+			r.Term, r.LastIndex, r.Commit, r.Applied, r.Snapshot, r.Keys, pref)
+	}
+	return w.Flush()
+}
+
+type row struct {
+	server string
+	wire.ShardStatus
+}
+
+func serverStatus(addr string, timeout time.Duration) (wire.StatusReply, error) {
+	var st wire.StatusReply
+	cl, err := client.DialAdmin(addr, timeout)
+	if err != nil {
+		return st, err
+	}
+	defer func() { _ = cl.Close() }()
+	call := cl.Go(wire.StatusMethod, &wire.StatusRequest{}, &st, nil)
+	select {
+	case <-call.Done:
+		return st, call.Error
+	case <-time.After(timeout):
+		return st, fmt.Errorf("no answer within %v", timeout)
+	}
+}
+
+func keyOp(cfg client.Config, timeout time.Duration, cmd []string, stdout io.Writer) error {
+	cl, err := client.New(cfg)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = cl.Close() }()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	switch cmd[0] {
+	case "get":
+		v, err := cl.Get(ctx, cmd[1])
+		if errors.Is(err, client.ErrNotFound) {
+			fmt.Fprintln(stdout, "(not found)")
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, v)
+	case "put":
+		if err := cl.Put(ctx, cmd[1], cmd[2]); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "ok")
+	case "delete":
+		if err := cl.Delete(ctx, cmd[1]); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "ok")
+	}
+	return nil
+}
