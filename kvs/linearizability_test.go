@@ -112,7 +112,7 @@ func (h *history) record(client int, ops []wire.Op, results []wire.Result, err e
 		case err == nil && r.Status.Applied():
 			h.ops = append(h.ops, porcupine.Operation{ClientId: client, Input: in, Call: call, Return: ret,
 				Output: kvOutput{value: r.Value, found: r.Status == wire.StatusOK}})
-		case op.Code != wire.OpGet && r.Status == wire.StatusUnavail:
+		case op.Code != wire.OpGet && (r.Status == wire.StatusUnavail || r.Status == wire.StatusUnknown):
 			h.ops = append(h.ops, porcupine.Operation{ClientId: client, Input: in, Call: call, Return: math.MaxInt64,
 				Output: kvOutput{}})
 		}

@@ -35,12 +35,16 @@ type replCluster struct {
 	mu      sync.Mutex
 	servers []*kvs.Server // nil while stopped
 	stale   bool          // plant the stale-read bug in every server
+	timing  kvs.RaftTiming
 	logger  *slog.Logger
 }
 
-func newReplCluster(t *testing.T, n, rf, shards int) *replCluster {
+func newReplCluster(t *testing.T, n, rf, shards int, opts ...func(*replCluster)) *replCluster {
 	t.Helper()
 	c := &replCluster{t: t, rf: rf, shards: shards, servers: make([]*kvs.Server, n)}
+	for _, o := range opts {
+		o(c)
+	}
 	for range n {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
@@ -99,7 +103,7 @@ func (c *replCluster) dialFor(i int) kvs.DialFunc {
 func (c *replCluster) start(i int) {
 	c.t.Helper()
 	cfg := kvs.Config{Self: c.addrs[i], Peers: c.addrs, Replicas: c.rf, Shards: c.shards, DataDir: c.dirs[i],
-		Logger: c.logger.With("server", i), DialRaft: c.dialFor(i)}
+		Logger: c.logger.With("server", i), DialRaft: c.dialFor(i), Raft: c.timing}
 	srv, err := kvs.New(cfg)
 	require.NoError(c.t, err)
 	var ln net.Listener
