@@ -241,7 +241,7 @@ for ((j = 0; j < CLIENT_COUNT; j++)); do
         tail -n 5 "$LOG_DIR"/client-*.log >&2 || true
     fi
 done
-grep -h -E '^(throughput|batch latency|client cpu_s)' "$LOG_DIR"/client-*.log || true
+grep -h -E '^(throughput|batch latency|client cpu_s|sync )' "$LOG_DIR"/client-*.log || true
 
 # Stop the servers, then report.
 for pid in "${SERVER_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done

@@ -56,6 +56,7 @@ type options struct {
 	conns      int
 	vnodes     int
 	cpuprofile string
+	syncOps    int
 }
 
 func parse(args []string) (*options, error) {
@@ -75,6 +76,7 @@ func parse(args []string) (*options, error) {
 	fs.IntVar(&o.conns, "conns", 2, "TCP connections per server")
 	fs.IntVar(&o.vnodes, "vnodes", 0, "virtual nodes per server; must match the servers' (0: default)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the measured load to this file")
+	fs.IntVar(&o.syncOps, "sync-ops", 0, "instead of the load: this many synchronous single puts, then as many gets, from one goroutine; print their latency percentiles")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -120,6 +122,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer cl.Close()
+	if o.syncOps > 0 {
+		return syncLatency(ctx, cl, o.syncOps, strings.Repeat("v", o.valueBytes), stdout)
+	}
 	if o.preload {
 		start := time.Now()
 		if err := preload(ctx, cl, o); err != nil {

@@ -4,6 +4,8 @@
 //	kvsctl -hosts 127.0.0.1:8080 put user1 hello
 //	kvsctl -hosts 127.0.0.1:8080 get user1
 //	kvsctl -hosts 127.0.0.1:8080 delete user1
+//	kvsctl -hosts 127.0.0.1:8080 leader 0
+//	kvsctl -hosts 127.0.0.1:8080 probe 0
 //
 // status asks every server for its view of the shards it replicates and
 // prints one line per replica: its state, the leader it knows, its term,
@@ -19,6 +21,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -37,9 +40,10 @@ func main() {
 func run(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("kvsctl", flag.ContinueOnError)
 	hosts := fs.String("hosts", "127.0.0.1:8080", "comma-separated host:port of servers; the first that answers tells the layout")
-	timeout := fs.Duration("timeout", 5*time.Second, "deadline of each command")
+	timeout := fs.Duration("timeout", 5*time.Second, "deadline of each command (of each write, for probe)")
+	interval := fs.Duration("interval", 10*time.Millisecond, "probe: pause between writes")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: kvsctl [-hosts h:p,...] [-timeout d] status | get KEY | put KEY VALUE | delete KEY")
+		fmt.Fprintln(fs.Output(), "usage: kvsctl [-hosts h:p,...] [-timeout d] status | get KEY | put KEY VALUE | delete KEY | leader SHARD | probe SHARD")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -57,6 +61,15 @@ func run(args []string, stdout io.Writer) error {
 	switch {
 	case cmd[0] == "status" && len(cmd) == 1:
 		return status(cfg, *timeout, stdout)
+	case (cmd[0] == "leader" || cmd[0] == "probe") && len(cmd) == 2:
+		sh, err := strconv.Atoi(cmd[1])
+		if err != nil || sh < 0 || sh >= max(cfg.Shards, 1) {
+			return fmt.Errorf("%s %q: not a shard of this cluster (%d shards)", cmd[0], cmd[1], cfg.Shards)
+		}
+		if cmd[0] == "leader" {
+			return leader(cfg, *timeout, sh, stdout)
+		}
+		return probe(cfg, *timeout, sh, *interval, stdout)
 	case cmd[0] == "get" && len(cmd) == 2, cmd[0] == "put" && len(cmd) == 3, cmd[0] == "delete" && len(cmd) == 2:
 		return keyOp(cfg, *timeout, cmd, stdout)
 	}
