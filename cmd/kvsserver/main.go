@@ -56,6 +56,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.DurationVar(&timing.ElectionTimeout, "raft-election", timing.ElectionTimeout, "Raft election timeout of a candidate")
 	fs.DurationVar(&timing.LeaderLeaseTimeout, "raft-lease", timing.LeaderLeaseTimeout, "Raft leader lease: a leader that hears from no majority this long steps down")
 	fs.Uint64Var(&timing.SnapshotThreshold, "raft-snapshot-entries", timing.SnapshotThreshold, "log entries between snapshots of a shard")
+	fs.DurationVar(&timing.SnapshotInterval, "raft-snapshot-interval", timing.SnapshotInterval, "how often a shard checks whether to snapshot")
+	fs.Uint64Var(&timing.TrailingLogs, "raft-trailing-logs", timing.TrailingLogs, "log entries a shard keeps after a snapshot; a follower further behind is sent the snapshot")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
