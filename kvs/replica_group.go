@@ -249,19 +249,23 @@ func (g *replicaGroup) leaderHint() string {
 var errNotLeader = errors.New("kvs: not the leader")
 
 // readBarrier returns nil once a read that started before the call may be
-// served from this replica's store. That takes two facts. This replica has
-// applied every write acknowledged before the read: writes of earlier
-// terms, because the barrier of its term (readyTerm) has applied them, and
-// writes of its term, because it acknowledges a write only after applying
-// it. And no other leader has acknowledged a write since the read began:
-// a heartbeat round to a majority, started after the read, has confirmed
-// that it still leads (raft's VerifyLeader; concurrent reads share rounds).
+// served from this replica's store: a barrier entry appended after the
+// read began has been committed by this replica as leader and applied,
+// with everything before it. That proves it still led after the read
+// began (no other leader can have acknowledged a write this store lacks)
+// and that every write acknowledged before the read is in the store.
+// Concurrent reads' barriers are group-committed with the writes.
+//
+// A heartbeat round (raft's VerifyLeader) would be cheaper, but
+// hashicorp/raft lets it be confirmed by replies to AppendEntries sent
+// before the call, which can let a deposed leader serve a stale read; the
+// fault test caught one.
 func (g *replicaGroup) readBarrier() error {
 	term := g.raft.CurrentTerm()
 	if g.raft.State() != raft.Leader || g.readyTerm.Load() != term {
 		return errNotLeader
 	}
-	if err := g.raft.VerifyLeader().Error(); err != nil || g.raft.CurrentTerm() != term {
+	if err := g.raft.Barrier(replicaApplyTimeout).Error(); err != nil || g.raft.CurrentTerm() != term {
 		return errNotLeader
 	}
 	return nil
