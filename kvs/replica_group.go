@@ -68,8 +68,6 @@ type replicaGroup struct {
 	// readyTerm is the term in which this replica, as leader, has applied
 	// every entry committed before it: reads are served only in that term.
 	readyTerm atomic.Uint64
-	// failing holds the peers whose heartbeats fail, as the leader sees.
-	failing sync.Map
 
 	notify   chan bool
 	observed chan raft.Observation
@@ -198,7 +196,8 @@ func (g *replicaGroup) watchPeers() {
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
 	var leaderSince time.Time
-	healthySince := map[string]time.Time{}
+	failing := map[string]bool{}           // peers whose heartbeats fail, as a leader sees
+	healthySince := map[string]time.Time{} // when a failing peer answered again
 	for {
 		select {
 		case <-g.stop:
@@ -206,10 +205,10 @@ func (g *replicaGroup) watchPeers() {
 		case o := <-g.observed:
 			switch d := o.Data.(type) {
 			case raft.FailedHeartbeatObservation:
-				g.failing.Store(string(d.PeerID), true)
+				failing[string(d.PeerID)] = true
 				delete(healthySince, string(d.PeerID))
 			case raft.ResumedHeartbeatObservation:
-				g.failing.Delete(string(d.PeerID))
+				delete(failing, string(d.PeerID))
 				healthySince[string(d.PeerID)] = time.Now()
 			}
 		case <-tick.C:
@@ -223,7 +222,7 @@ func (g *replicaGroup) watchPeers() {
 			if g.self == g.preferred || time.Since(leaderSince) < time.Second {
 				continue
 			}
-			if _, bad := g.failing.Load(g.preferred); bad {
+			if failing[g.preferred] {
 				continue
 			}
 			if t, ok := healthySince[g.preferred]; ok && time.Since(t) < 5*time.Second {
