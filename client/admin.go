@@ -16,14 +16,7 @@ func DialAdmin(addr string, timeout time.Duration) (*rpc.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	_ = conn.SetDeadline(time.Now().Add(timeout))
-	cl, err := newHTTPClient(conn)
-	if err != nil {
-		_ = conn.Close()
-		return nil, fmt.Errorf("client: %s: %w", addr, err)
-	}
-	_ = conn.SetDeadline(time.Time{})
-	return cl, nil
+	return newHTTPClient(conn, addr, timeout)
 }
 
 // Discover asks the server at addr how the cluster places keys and

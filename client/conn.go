@@ -151,31 +151,34 @@ func dial(ctx context.Context, addr, codec string, timeout time.Duration, t *tra
 		}
 		return rpc.NewClientWithCodec(cc), nil
 	case "gob":
-		_ = conn.SetDeadline(time.Now().Add(timeout))
-		cl, err := newHTTPClient(conn)
-		if err != nil {
-			_ = conn.Close()
-			return nil, fmt.Errorf("client: %s: %w", addr, err)
-		}
-		_ = conn.SetDeadline(time.Time{})
-		return cl, nil
+		return newHTTPClient(conn, addr, timeout)
 	}
 	_ = conn.Close()
 	return nil, fmt.Errorf("client: unknown codec %q (want binary or gob)", codec)
 }
 
-// newHTTPClient speaks net/rpc's HTTP CONNECT handshake on conn and
-// returns a gob client over it.
-func newHTTPClient(conn net.Conn) (*rpc.Client, error) {
-	if _, err := io.WriteString(conn, "CONNECT "+rpc.DefaultRPCPath+" HTTP/1.0\n\n"); err != nil {
-		return nil, err
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: "CONNECT"})
+// newHTTPClient speaks net/rpc's HTTP CONNECT handshake on conn, to the
+// server at addr, within timeout, and returns a gob client over it. On
+// error it closes conn.
+func newHTTPClient(conn net.Conn, addr string, timeout time.Duration) (*rpc.Client, error) {
+	_ = conn.SetDeadline(time.Now().Add(timeout))
+	err := func() error {
+		if _, err := io.WriteString(conn, "CONNECT "+rpc.DefaultRPCPath+" HTTP/1.0\n\n"); err != nil {
+			return err
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: "CONNECT"})
+		if err != nil {
+			return fmt.Errorf("net/rpc HTTP handshake: %w", err)
+		}
+		if resp.Status != "200 Connected to Go RPC" {
+			return fmt.Errorf("net/rpc HTTP handshake answered %q", resp.Status)
+		}
+		return nil
+	}()
 	if err != nil {
-		return nil, fmt.Errorf("net/rpc HTTP handshake: %w", err)
+		_ = conn.Close()
+		return nil, fmt.Errorf("client: %s: %w", addr, err)
 	}
-	if resp.Status != "200 Connected to Go RPC" {
-		return nil, fmt.Errorf("net/rpc HTTP handshake answered %q", resp.Status)
-	}
+	_ = conn.SetDeadline(time.Time{})
 	return rpc.NewClient(conn), nil
 }

@@ -116,11 +116,11 @@ func (c *Client) sendShard(ctx context.Context, shard int, ops []wire.Op, result
 		case len(reply.Results) != len(ops):
 			lastErr = fmt.Errorf("client: server %s sent %d results for %d ops", c.cfg.Servers[srv], len(reply.Results), len(ops))
 			c.nextReplica(shard, srv)
-		case !needsRetry(reply.Results):
+		case retryStatus(reply.Results) == wire.StatusOK:
 			copy(results, reply.Results)
 			return nil
 		default:
-			lastErr = fmt.Errorf("client: shard %d: %s answered %s", shard, c.cfg.Servers[srv], firstRetryStatus(reply.Results))
+			lastErr = fmt.Errorf("client: shard %d: %s answered %s", shard, c.cfg.Servers[srv], retryStatus(reply.Results))
 			if hint := slices.Index(c.cfg.Servers, reply.Leader); hint >= 0 && hint != srv {
 				redirected = c.leaders[shard].CompareAndSwap(int32(srv), int32(hint)) || c.leaderOf(shard) != srv
 			} else {
@@ -140,18 +140,10 @@ func (c *Client) sendShard(ctx context.Context, shard int, ops []wire.Op, result
 	}
 }
 
-// needsRetry reports whether some op must be resent: its replica was not
-// the leader, or lost leadership before the write's fate was known.
-func needsRetry(results []wire.Result) bool {
-	for i := range results {
-		if st := results[i].Status; st == wire.StatusNotLeader || st == wire.StatusUnknown {
-			return true
-		}
-	}
-	return false
-}
-
-func firstRetryStatus(results []wire.Result) wire.Status {
+// retryStatus returns the status of the first op that must be resent
+// (its replica was not the leader, or lost leadership before the write's
+// fate was known), or StatusOK when none must.
+func retryStatus(results []wire.Result) wire.Status {
 	for i := range results {
 		if st := results[i].Status; st == wire.StatusNotLeader || st == wire.StatusUnknown {
 			return st
