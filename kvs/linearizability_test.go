@@ -149,19 +149,7 @@ func (w *linWorkload) run(t *testing.T) []porcupine.Operation {
 		go func() {
 			defer wg.Done()
 			for b := range w.batches {
-				ops := make([]wire.Op, 1+rng.IntN(w.maxBatchOps))
-				for i := range ops {
-					key := fmt.Sprintf("key%d", rng.IntN(w.keys))
-					switch p := rng.IntN(10); {
-					case p < 5:
-						ops[i] = wire.Op{Code: wire.OpGet, Key: key}
-					case p < 9:
-						// Unique values: every read identifies the write it saw.
-						ops[i] = wire.Op{Code: wire.OpPut, Key: key, Value: fmt.Sprintf("c%d-b%d-o%d", id, b, i)}
-					default:
-						ops[i] = wire.Op{Code: wire.OpDelete, Key: key}
-					}
-				}
+				ops := randomBatch(rng, id, b, w.keys, w.maxBatchOps)
 				call := h.now()
 				res, err := cl.Do(t.Context(), ops)
 				ret := h.now()
@@ -175,6 +163,25 @@ func (w *linWorkload) run(t *testing.T) []porcupine.Operation {
 	}
 	wg.Wait()
 	return h.ops
+}
+
+// randomBatch returns batch b of client id: 1 to maxOps ops over keys
+// key0..key{keys-1}, half gets, 40% puts and 10% deletes. Put values are
+// unique, so every read identifies the write it saw.
+func randomBatch(rng *rand.Rand, id, b, keys, maxOps int) []wire.Op {
+	ops := make([]wire.Op, 1+rng.IntN(maxOps))
+	for i := range ops {
+		key := fmt.Sprintf("key%d", rng.IntN(keys))
+		switch p := rng.IntN(10); {
+		case p < 5:
+			ops[i] = wire.Op{Code: wire.OpGet, Key: key}
+		case p < 9:
+			ops[i] = wire.Op{Code: wire.OpPut, Key: key, Value: fmt.Sprintf("c%d-b%d-o%d", id, b, i)}
+		default:
+			ops[i] = wire.Op{Code: wire.OpDelete, Key: key}
+		}
+	}
+	return ops
 }
 
 // check runs porcupine over a history; on a violation it writes the

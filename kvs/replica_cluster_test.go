@@ -202,23 +202,32 @@ func (c *replCluster) waitLeader(shard int, not int) int {
 	return l
 }
 
+// inBatches calls f with ops on keys prefix0..prefix{n-1}, 500 at a time,
+// made by op, and the index of the first.
+func inBatches(prefix string, n int, op func(key string, i int) wire.Op, f func(start int, ops []wire.Op)) {
+	for start := 0; start < n; start += 500 {
+		ops := make([]wire.Op, 0, 500)
+		for i := start; i < min(n, start+500); i++ {
+			ops = append(ops, op(fmt.Sprintf("%s%d", prefix, i), i))
+		}
+		f(start, ops)
+	}
+}
+
 // putAll writes n keys prefix0..prefix{n-1} in batches and fails the test
 // on any error.
 func putAll(t *testing.T, cl *client.Client, prefix string, n int, value func(i int) string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	for start := 0; start < n; start += 500 {
-		ops := make([]wire.Op, 0, 500)
-		for i := start; i < min(n, start+500); i++ {
-			ops = append(ops, wire.Op{Code: wire.OpPut, Key: fmt.Sprintf("%s%d", prefix, i), Value: value(i)})
-		}
+	put := func(key string, i int) wire.Op { return wire.Op{Code: wire.OpPut, Key: key, Value: value(i)} }
+	inBatches(prefix, n, put, func(_ int, ops []wire.Op) {
 		res, err := cl.Do(ctx, ops)
 		require.NoError(t, err)
 		for _, r := range res {
 			require.Equal(t, wire.StatusOK, r.Status)
 		}
-	}
+	})
 }
 
 // checkAll reads the keys putAll wrote and compares them.
@@ -226,18 +235,15 @@ func checkAll(t *testing.T, cl *client.Client, prefix string, n int, value func(
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	for start := 0; start < n; start += 500 {
-		ops := make([]wire.Op, 0, 500)
-		for i := start; i < min(n, start+500); i++ {
-			ops = append(ops, wire.Op{Code: wire.OpGet, Key: fmt.Sprintf("%s%d", prefix, i)})
-		}
+	get := func(key string, _ int) wire.Op { return wire.Op{Code: wire.OpGet, Key: key} }
+	inBatches(prefix, n, get, func(start int, ops []wire.Op) {
 		res, err := cl.Do(ctx, ops)
 		require.NoError(t, err)
 		for j, r := range res {
 			require.Equal(t, wire.StatusOK, r.Status, "key %s", ops[j].Key)
 			require.Equal(t, value(start+j), r.Value, "key %s", ops[j].Key)
 		}
-	}
+	})
 }
 
 func valueOf(tag string) func(int) string {

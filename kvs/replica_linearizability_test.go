@@ -44,18 +44,7 @@ func TestReplicatedLinearizableUnderFaults(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for b := 0; !stop.Load(); b++ {
-				ops := make([]wire.Op, 1+rng.IntN(3))
-				for i := range ops {
-					key := fmt.Sprintf("key%d", rng.IntN(6))
-					switch p := rng.IntN(10); {
-					case p < 5:
-						ops[i] = wire.Op{Code: wire.OpGet, Key: key}
-					case p < 9:
-						ops[i] = wire.Op{Code: wire.OpPut, Key: key, Value: fmt.Sprintf("c%d-b%d-o%d", id, b, i)}
-					default:
-						ops[i] = wire.Op{Code: wire.OpDelete, Key: key}
-					}
-				}
+				ops := randomBatch(rng, id, b, 6, 3)
 				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 				call := h.now()
 				res, err := cl.Do(ctx, ops)
