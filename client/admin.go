@@ -43,3 +43,21 @@ func Discover(addr string, timeout time.Duration) (Config, error) {
 	}
 	return Config{Servers: l.Servers, VirtualNodes: l.VirtualNodes, Shards: l.Shards, Replicas: l.Replicas}, nil
 }
+
+// Status asks the server at addr for its view of the shards it
+// replicates (wire.StatusMethod), within timeout.
+func Status(addr string, req wire.StatusRequest, timeout time.Duration) (wire.StatusReply, error) {
+	var st wire.StatusReply
+	cl, err := DialAdmin(addr, timeout)
+	if err != nil {
+		return st, err
+	}
+	defer func() { _ = cl.Close() }()
+	call := cl.Go(wire.StatusMethod, &req, &st, make(chan *rpc.Call, 1))
+	select {
+	case <-call.Done:
+		return st, call.Error
+	case <-time.After(timeout):
+		return st, fmt.Errorf("client: %s: no status within %v", addr, timeout)
+	}
+}

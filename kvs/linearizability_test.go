@@ -2,7 +2,6 @@ package kvs_test
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -14,110 +13,10 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/stretchr/testify/require"
 
+	"github.com/batchkv/batchkv/internal/linz"
 	"github.com/batchkv/batchkv/kvs"
 	"github.com/batchkv/batchkv/wire"
 )
-
-// The porcupine model of one key (histories are partitioned by key).
-
-type kvInput struct {
-	code  wire.OpCode
-	key   string
-	value string
-}
-
-type kvOutput struct {
-	value string
-	found bool
-}
-
-type kvState struct {
-	value  string
-	exists bool
-}
-
-var kvModel = porcupine.Model{
-	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
-		byKey := map[string][]porcupine.Operation{}
-		var keys []string
-		for _, op := range history {
-			k := op.Input.(kvInput).key
-			if _, ok := byKey[k]; !ok {
-				keys = append(keys, k)
-			}
-			byKey[k] = append(byKey[k], op)
-		}
-		parts := make([][]porcupine.Operation, 0, len(keys))
-		for _, k := range keys {
-			parts = append(parts, byKey[k])
-		}
-		return parts
-	},
-	Init: func() any { return kvState{} },
-	Step: func(state, input, output any) (bool, any) {
-		st, in := state.(kvState), input.(kvInput)
-		switch in.code {
-		case wire.OpGet:
-			out := output.(kvOutput)
-			return out.found == st.exists && out.value == st.value, st
-		case wire.OpPut:
-			return true, kvState{value: in.value, exists: true}
-		default: // delete
-			return true, kvState{}
-		}
-	},
-	DescribeOperation: func(input, output any) string {
-		in := input.(kvInput)
-		switch in.code {
-		case wire.OpGet:
-			out := output.(kvOutput)
-			if !out.found {
-				return fmt.Sprintf("get(%s) -> missing", in.key)
-			}
-			return fmt.Sprintf("get(%s) -> %s", in.key, out.value)
-		case wire.OpPut:
-			return fmt.Sprintf("put(%s, %s)", in.key, in.value)
-		}
-		return fmt.Sprintf("delete(%s)", in.key)
-	},
-	DescribeState: func(state any) string {
-		st := state.(kvState)
-		if !st.exists {
-			return "missing"
-		}
-		return st.value
-	},
-}
-
-// history collects porcupine operations from many goroutines.
-type history struct {
-	start time.Time
-	mu    sync.Mutex
-	ops   []porcupine.Operation // guarded by mu
-}
-
-func (h *history) now() int64 { return int64(time.Since(h.start)) }
-
-// record adds the ops of one batch, called at call and answered at ret.
-// Ops whose batch failed are recorded as etcd's robustness tests do: a
-// write that may have been applied gets an open-ended return time, a failed
-// read tells nothing and is dropped.
-func (h *history) record(client int, ops []wire.Op, results []wire.Result, err error, call, ret int64) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for i, op := range ops {
-		in := kvInput{code: op.Code, key: op.Key, value: op.Value}
-		r := results[i]
-		switch {
-		case err == nil && r.Status.Applied():
-			h.ops = append(h.ops, porcupine.Operation{ClientId: client, Input: in, Call: call, Return: ret,
-				Output: kvOutput{value: r.Value, found: r.Status == wire.StatusOK}})
-		case op.Code != wire.OpGet && (r.Status == wire.StatusUnavail || r.Status == wire.StatusUnknown):
-			h.ops = append(h.ops, porcupine.Operation{ClientId: client, Input: in, Call: call, Return: math.MaxInt64,
-				Output: kvOutput{}})
-		}
-	}
-}
 
 type linWorkload struct {
 	servers      int
@@ -137,7 +36,7 @@ func (w *linWorkload) run(t *testing.T) []porcupine.Operation {
 	t.Helper()
 	t.Logf("seed %d", w.seed)
 	c := newTestCluster(t, w.servers, clusterOptions{store: w.store, wrap: w.wrap})
-	h := &history{start: time.Now()}
+	h := linz.NewHistory()
 	var wg sync.WaitGroup
 	for id := range w.clients {
 		cl := c.client(t)
@@ -150,19 +49,19 @@ func (w *linWorkload) run(t *testing.T) []porcupine.Operation {
 			defer wg.Done()
 			for b := range w.batches {
 				ops := randomBatch(rng, id, b, w.keys, w.maxBatchOps)
-				call := h.now()
+				call := h.Now()
 				res, err := cl.Do(t.Context(), ops)
-				ret := h.now()
+				ret := h.Now()
 				if err != nil {
 					w.failedOps.Add(int64(len(ops)))
 				}
 				w.appliedCount.Add(int64(len(ops)))
-				h.record(id, ops, res, err, call, ret)
+				h.Record(id, ops, res, err, call, ret)
 			}
 		}()
 	}
 	wg.Wait()
-	return h.ops
+	return h.Ops()
 }
 
 // randomBatch returns batch b of client id: 1 to maxOps ops over keys
@@ -188,12 +87,11 @@ func randomBatch(rng *rand.Rand, id, b, keys, maxOps int) []wire.Op {
 // visualization and logs its path.
 func check(t *testing.T, ops []porcupine.Operation) porcupine.CheckResult {
 	t.Helper()
-	res, info := porcupine.CheckOperationsVerbose(kvModel, ops, 60*time.Second)
+	path := filepath.Join(os.TempDir(), fmt.Sprintf("linearizability-%s-%d.html", filepath.Base(t.Name()), time.Now().UnixNano()))
+	res, err := linz.Check(ops, 60*time.Second, path)
+	require.NoError(t, err)
 	if res == porcupine.Illegal {
-		path := filepath.Join(os.TempDir(), fmt.Sprintf("linearizability-%s-%d.html", filepath.Base(t.Name()), time.Now().UnixNano()))
-		if err := porcupine.VisualizePath(kvModel, info, path); err == nil {
-			t.Logf("history is not linearizable; visualization written to %s", path)
-		}
+		t.Logf("history is not linearizable; visualization written to %s", path)
 	}
 	return res
 }

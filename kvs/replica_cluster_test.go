@@ -158,14 +158,7 @@ func (c *replCluster) client(t *testing.T, tweak ...func(*client.Config)) *clien
 
 // status asks server i for its view of its shards.
 func (c *replCluster) status(i int) (wire.StatusReply, error) {
-	var st wire.StatusReply
-	cl, err := client.DialAdmin(c.addrs[i], time.Second)
-	if err != nil {
-		return st, err
-	}
-	defer func() { _ = cl.Close() }()
-	err = cl.Call(wire.StatusMethod, &wire.StatusRequest{}, &st)
-	return st, err
+	return client.Status(c.addrs[i], wire.StatusRequest{}, time.Second)
 }
 
 // leader returns the server that leads shard according to server i's

@@ -1,10 +1,12 @@
 package kvs
 
 import (
+	"encoding/binary"
 	"fmt"
 	"sync/atomic"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/hashicorp/raft"
 
 	"github.com/batchkv/batchkv/wire"
@@ -23,6 +25,8 @@ type shardFSM struct {
 	// sessionTTL is how long a session is remembered after its last batch,
 	// measured in the leader's append times, which every replica sees.
 	sessionTTL time.Duration
+
+	restores atomic.Uint64 // snapshots loaded by Restore
 }
 
 type storeBox struct{ Store }
@@ -102,3 +106,22 @@ func applyWrites(st Store, ops []wire.Op) {
 
 // current returns the shard's current store.
 func (f *shardFSM) current() Store { return f.store.Load().Store }
+
+// digest returns an order-independent hash of the shard's pairs: the sum
+// of every pair's xxhash. It reads the store while applies may go on, so
+// it means something only when the applied index did not move meanwhile.
+func (f *shardFSM) digest() uint64 {
+	var sum uint64
+	h := xxhash.New()
+	var n [8]byte
+	f.current().Range(func(k string, v []byte) bool {
+		h.Reset()
+		binary.LittleEndian.PutUint64(n[:], uint64(len(k)))
+		_, _ = h.Write(n[:])
+		_, _ = h.WriteString(k)
+		_, _ = h.Write(v)
+		sum += h.Sum64()
+		return true
+	})
+	return sum
+}

@@ -287,10 +287,16 @@ func (g *replicaGroup) write(entry []byte, timeout time.Duration) (applyResult, 
 	return res, res.err
 }
 
-func (g *replicaGroup) status() wire.ShardStatus {
+// status reports the replica's view of its shard, with the content digest
+// when withDigest.
+func (g *replicaGroup) status(withDigest bool) wire.ShardStatus {
 	st := wire.ShardStatus{Shard: g.shard, Replicas: g.replicas, State: g.raft.State().String(),
 		Leader: g.leaderHint(), Term: g.raft.CurrentTerm(), LastIndex: g.raft.LastIndex(),
-		Commit: g.raft.CommitIndex(), Applied: g.raft.AppliedIndex(), Keys: g.fsm.current().Len()}
+		Commit: g.raft.CommitIndex(), Applied: g.raft.AppliedIndex(), Keys: g.fsm.current().Len(),
+		Restores: g.fsm.restores.Load()}
+	if withDigest {
+		st.Digest = g.fsm.digest()
+	}
 	if s, ok := g.raft.Stats()["last_snapshot_index"]; ok {
 		_, _ = fmt.Sscan(s, &st.Snapshot)
 	}

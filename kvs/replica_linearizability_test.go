@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batchkv/batchkv/client"
+	"github.com/batchkv/batchkv/internal/linz"
 	"github.com/batchkv/batchkv/shard"
 	"github.com/batchkv/batchkv/wire"
 )
@@ -31,7 +32,7 @@ func TestReplicatedLinearizableUnderFaults(t *testing.T) {
 	for sh := range 3 {
 		c.waitLeader(sh, -1)
 	}
-	h := &history{start: time.Now()}
+	h := linz.NewHistory()
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	var okOps, failedOps atomic.Int64
@@ -46,16 +47,16 @@ func TestReplicatedLinearizableUnderFaults(t *testing.T) {
 			for b := 0; !stop.Load(); b++ {
 				ops := randomBatch(rng, id, b, 6, 3)
 				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-				call := h.now()
+				call := h.Now()
 				res, err := cl.Do(ctx, ops)
-				ret := h.now()
+				ret := h.Now()
 				cancel()
 				if err != nil {
 					failedOps.Add(int64(len(ops)))
 				} else {
 					okOps.Add(int64(len(ops)))
 				}
-				h.record(id, ops, res, err, call, ret)
+				h.Record(id, ops, res, err, call, ret)
 			}
 		}()
 	}
@@ -86,9 +87,9 @@ func TestReplicatedLinearizableUnderFaults(t *testing.T) {
 	pause()
 	stop.Store(true)
 	wg.Wait()
-	t.Logf("%d ops answered, %d in failed batches, %d in the history", okOps.Load(), failedOps.Load(), len(h.ops))
+	t.Logf("%d ops answered, %d in failed batches, %d in the history", okOps.Load(), failedOps.Load(), len(h.Ops()))
 	require.Greater(t, okOps.Load(), int64(500), "too few ops got through to test anything")
-	require.Equal(t, porcupine.Ok, check(t, h.ops))
+	require.Equal(t, porcupine.Ok, check(t, h.Ops()))
 }
 
 // staleReadScenario writes keys through the leaders while server x, the
@@ -107,14 +108,14 @@ func staleReadScenario(t *testing.T, plant bool) []porcupine.Operation {
 	}
 	sh := layout.Shard(keys[0])
 	c.waitLeader(sh, -1)
-	h := &history{start: time.Now()}
+	h := linz.NewHistory()
 	do := func(id int, op wire.Op) {
 		cl := c.client(t, func(cfg *client.Config) { cfg.AttemptTimeout = time.Second })
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		call := h.now()
+		call := h.Now()
 		res, err := cl.Do(ctx, []wire.Op{op})
-		h.record(id, []wire.Op{op}, res, err, call, h.now())
+		h.Record(id, []wire.Op{op}, res, err, call, h.Now())
 	}
 	for i, k := range keys {
 		do(i, wire.Op{Code: wire.OpPut, Key: k, Value: "old"})
@@ -125,7 +126,7 @@ func staleReadScenario(t *testing.T, plant bool) []porcupine.Operation {
 		do(i, wire.Op{Code: wire.OpPut, Key: k, Value: "new"})
 		do(i, wire.Op{Code: wire.OpGet, Key: k})
 	}
-	return h.ops
+	return h.Ops()
 }
 
 // TestReplicatedCheckerCatchesStaleReads: the planted bug (every replica

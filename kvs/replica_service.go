@@ -110,11 +110,11 @@ func (r *replication) acceptRaft(c net.Conn, sh int) error {
 }
 
 // status reports every hosted shard.
-func (r *replication) status() []wire.ShardStatus {
+func (r *replication) status(withDigest bool) []wire.ShardStatus {
 	var out []wire.ShardStatus
 	for _, g := range r.groups {
 		if g != nil {
-			out = append(out, g.status())
+			out = append(out, g.status(withDigest))
 		}
 	}
 	return out

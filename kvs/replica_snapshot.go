@@ -110,6 +110,7 @@ func (f *shardFSM) Restore(rc io.ReadCloser) error {
 	}
 	f.sessions = sessions
 	f.store.Store(&storeBox{st})
+	f.restores.Add(1)
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batchkv/batchkv/client"
 	"github.com/batchkv/batchkv/wire"
 )
 
@@ -57,6 +58,27 @@ func TestReplicatedNoAcknowledgedWriteLost(t *testing.T) {
 		c.start(i)
 	}
 	checkAll(t, c.client(t), "k", 3000, value)
+	// Every replica of every shard ends with the same content.
+	require.Eventually(t, func() bool {
+		byShard := map[int][]wire.ShardStatus{}
+		for i := range c.addrs {
+			st, err := client.Status(c.addrs[i], wire.StatusRequest{Digest: true}, time.Second)
+			if err != nil {
+				return false
+			}
+			for _, s := range st.Shards {
+				byShard[s.Shard] = append(byShard[s.Shard], s)
+			}
+		}
+		for _, reps := range byShard {
+			for _, r := range reps {
+				if len(reps) != 3 || r.Applied != reps[0].Applied || r.Digest != reps[0].Digest || r.Keys == 0 {
+					return false
+				}
+			}
+		}
+		return len(byShard) == 3
+	}, 10*time.Second, 100*time.Millisecond)
 }
 
 // TestReplicatedBatchKeepsKeyOrder: ops on one key apply in batch order,

@@ -260,11 +260,11 @@ func (s *Service) Layout(_ *wire.LayoutRequest, resp *wire.Layout) error {
 }
 
 // Status answers this server's view of the shards it replicates.
-func (s *Service) Status(_ *wire.StatusRequest, resp *wire.StatusReply) error {
+func (s *Service) Status(req *wire.StatusRequest, resp *wire.StatusReply) error {
 	resp.Layout = s.layout
 	if s.repl != nil {
 		resp.Self = s.repl.self
-		resp.Shards = s.repl.status()
+		resp.Shards = s.repl.status(req.Digest)
 	}
 	return nil
 }

@@ -28,7 +28,11 @@ type Layout struct {
 }
 
 // StatusRequest is the argument of KVService.Status.
-type StatusRequest struct{}
+type StatusRequest struct {
+	// Digest asks for each shard's content digest, which reads the whole
+	// shard: for checks after a run, not for polling under load.
+	Digest bool
+}
 
 // StatusReply is a server's view of the shards it replicates.
 type StatusReply struct {
@@ -49,4 +53,11 @@ type ShardStatus struct {
 	Applied   uint64 // last entry applied to the store
 	Snapshot  uint64 // index of the last snapshot
 	Keys      int
+	// Restores counts the snapshots this replica's state machine loaded
+	// since it started: at start from its own disk, or sent by a leader.
+	Restores uint64
+	// Digest is an order-independent hash of the shard's pairs, set when
+	// asked for. Replicas that applied the same entries agree on it; it is
+	// meaningful when Applied is the same on each and does not move.
+	Digest uint64
 }

@@ -97,7 +97,7 @@ func status(cfg client.Config, timeout time.Duration, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "%d servers, %d shards, RF %d\n", len(cfg.Servers), cfg.Shards, cfg.Replicas)
 	var rows []row
 	for _, srv := range cfg.Servers {
-		st, err := serverStatus(srv, timeout)
+		st, err := client.Status(srv, wire.StatusRequest{}, timeout)
 		if err != nil {
 			fmt.Fprintf(stdout, "%s: unreachable (%v)\n", srv, err)
 			continue
@@ -128,22 +128,6 @@ func status(cfg client.Config, timeout time.Duration, stdout io.Writer) error {
 type row struct {
 	server string
 	wire.ShardStatus
-}
-
-func serverStatus(addr string, timeout time.Duration) (wire.StatusReply, error) {
-	var st wire.StatusReply
-	cl, err := client.DialAdmin(addr, timeout)
-	if err != nil {
-		return st, err
-	}
-	defer func() { _ = cl.Close() }()
-	call := cl.Go(wire.StatusMethod, &wire.StatusRequest{}, &st, nil)
-	select {
-	case <-call.Done:
-		return st, call.Error
-	case <-time.After(timeout):
-		return st, fmt.Errorf("no answer within %v", timeout)
-	}
 }
 
 func keyOp(cfg client.Config, timeout time.Duration, cmd []string, stdout io.Writer) error {

@@ -19,7 +19,7 @@ import (
 // knows one says.
 func leader(cfg client.Config, timeout time.Duration, sh int, stdout io.Writer) error {
 	for _, srv := range cfg.Servers {
-		st, err := serverStatus(srv, timeout)
+		st, err := client.Status(srv, wire.StatusRequest{}, timeout)
 		if err != nil {
 			continue
 		}

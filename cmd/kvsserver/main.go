@@ -50,6 +50,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	rf := fs.Int("rf", 1, "replication factor: each shard is a Raft group on this many servers (1: memory-only, unless -data-dir)")
 	shards := fs.Int("shards", 0, "shards of a replicated cluster (0: one per server); clients learn it from the servers")
 	dataDir := fs.String("data-dir", "", "directory of the Raft logs and snapshots; makes the server durable (default with -rf > 1: kvsdata/<host_port>)")
+	raftVia := fs.String("raft-via", "", "comma-separated peer=proxy pairs: dial a peer's Raft traffic through proxy host:port instead (fault experiments)")
 	noSync := fs.Bool("unsafe-nosync", false, "do not fsync the Raft log (experiments only: an acknowledged write may be lost on power failure)")
 	timing := kvs.DefaultRaftTiming()
 	fs.DurationVar(&timing.HeartbeatTimeout, "raft-heartbeat", timing.HeartbeatTimeout, "Raft heartbeat timeout: a follower that hears nothing from its leader this long calls an election")
@@ -71,6 +72,18 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	cfg := kvs.Config{VirtualNodes: *vnodes, FrameTimeout: *frameTimeout, Logger: log, Store: store,
 		Replicas: *rf, Shards: *shards, DataDir: *dataDir, NoSync: *noSync, Raft: timing}
+	if *raftVia != "" {
+		via, err := parseVia(*raftVia)
+		if err != nil {
+			return err
+		}
+		cfg.DialRaft = func(addr string, timeout time.Duration) (net.Conn, error) {
+			if p, ok := via[addr]; ok {
+				addr = p
+			}
+			return net.DialTimeout("tcp", addr, timeout)
+		}
+	}
 	if *rf < 1 {
 		return fmt.Errorf("-rf %d: want at least 1", *rf)
 	}
@@ -138,6 +151,19 @@ func defaultHost(h string) string {
 		return "127.0.0.1"
 	}
 	return h
+}
+
+// parseVia parses -raft-via: peer=proxy pairs, comma-separated.
+func parseVia(s string) (map[string]string, error) {
+	via := map[string]string{}
+	for _, pair := range strings.Split(s, ",") {
+		peer, proxy, ok := strings.Cut(pair, "=")
+		if !ok || peer == "" || proxy == "" {
+			return nil, fmt.Errorf("-raft-via %q: want peer=proxy pairs", pair)
+		}
+		via[peer] = proxy
+	}
+	return via, nil
 }
 
 // guessSelf picks the one peer whose port is ours.

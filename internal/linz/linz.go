@@ -1,0 +1,152 @@
+// Package linz checks histories of the store's operations for
+// linearizability with porcupine: a model of one key (a history is
+// partitioned by key), a recorder that many goroutines append to, and a
+// check that writes porcupine's visualization when it finds a violation.
+//
+// Ops whose outcome the client never learned are recorded as etcd's
+// robustness tests do: a write that may have been applied gets an
+// open-ended return time, so it may take effect at any point after its
+// call; a read that got no answer tells nothing and is left out.
+package linz
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/batchkv/batchkv/wire"
+)
+
+// Input is an op as the model sees it.
+type Input struct {
+	Code       wire.OpCode
+	Key, Value string
+}
+
+// Output is what a get returned; writes have the zero Output.
+type Output struct {
+	Value string
+	Found bool
+}
+
+type state struct {
+	value  string
+	exists bool
+}
+
+// Model is porcupine's model of the store, partitioned by key.
+var Model = porcupine.Model{
+	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
+		byKey := map[string][]porcupine.Operation{}
+		var keys []string
+		for _, op := range history {
+			k := op.Input.(Input).Key
+			if _, ok := byKey[k]; !ok {
+				keys = append(keys, k)
+			}
+			byKey[k] = append(byKey[k], op)
+		}
+		parts := make([][]porcupine.Operation, 0, len(keys))
+		for _, k := range keys {
+			parts = append(parts, byKey[k])
+		}
+		return parts
+	},
+	Init: func() any { return state{} },
+	Step: func(st, input, output any) (bool, any) {
+		s, in := st.(state), input.(Input)
+		switch in.Code {
+		case wire.OpGet:
+			out := output.(Output)
+			return out.Found == s.exists && out.Value == s.value, s
+		case wire.OpPut:
+			return true, state{value: in.Value, exists: true}
+		default: // delete
+			return true, state{}
+		}
+	},
+	DescribeOperation: func(input, output any) string { return Describe(input.(Input), output.(Output)) },
+	DescribeState: func(st any) string {
+		s := st.(state)
+		if !s.exists {
+			return "missing"
+		}
+		return s.value
+	},
+}
+
+// Describe renders one op and its output.
+func Describe(in Input, out Output) string {
+	switch in.Code {
+	case wire.OpGet:
+		if !out.Found {
+			return fmt.Sprintf("get(%s) -> missing", in.Key)
+		}
+		return fmt.Sprintf("get(%s) -> %s", in.Key, out.Value)
+	case wire.OpPut:
+		return fmt.Sprintf("put(%s, %s)", in.Key, in.Value)
+	}
+	return fmt.Sprintf("delete(%s)", in.Key)
+}
+
+// History collects porcupine operations from many goroutines, with times
+// in nanoseconds since it was made.
+type History struct {
+	start time.Time
+	mu    sync.Mutex
+	ops   []porcupine.Operation // guarded by mu
+}
+
+// NewHistory returns an empty history whose clock starts now.
+func NewHistory() *History { return &History{start: time.Now()} }
+
+// Start is when the history's clock started.
+func (h *History) Start() time.Time { return h.start }
+
+// Now is the history's clock.
+func (h *History) Now() int64 { return int64(time.Since(h.start)) }
+
+// Unknown is the return time of a write whose outcome is unknown.
+const Unknown = math.MaxInt64
+
+// Record adds the ops of one batch, called at call and answered at ret,
+// with the results the client returned and its error.
+func (h *History) Record(client int, ops []wire.Op, results []wire.Result, err error, call, ret int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, op := range ops {
+		in := Input{Code: op.Code, Key: op.Key, Value: op.Value}
+		r := results[i]
+		switch {
+		case err == nil && r.Status.Applied():
+			h.ops = append(h.ops, porcupine.Operation{ClientId: client, Input: in, Call: call, Return: ret,
+				Output: Output{Value: r.Value, Found: r.Status == wire.StatusOK}})
+		case op.Code != wire.OpGet && (r.Status == wire.StatusUnavail || r.Status == wire.StatusUnknown):
+			h.ops = append(h.ops, porcupine.Operation{ClientId: client, Input: in, Call: call, Return: Unknown,
+				Output: Output{}})
+		}
+	}
+}
+
+// Ops returns a copy of the recorded operations.
+func (h *History) Ops() []porcupine.Operation {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]porcupine.Operation(nil), h.ops...)
+}
+
+// Check runs porcupine over ops for at most timeout. When the history is
+// not linearizable and htmlPath is not empty, it writes porcupine's
+// visualization of the violation there.
+func Check(ops []porcupine.Operation, timeout time.Duration, htmlPath string) (porcupine.CheckResult, error) {
+	res, info := porcupine.CheckOperationsVerbose(Model, ops, timeout)
+	if res == porcupine.Illegal && htmlPath != "" {
+		if err := porcupine.VisualizePath(Model, info, htmlPath); err != nil {
+			return res, fmt.Errorf("linz: visualization: %w", err)
+		}
+	}
+	return res, nil
+}
