@@ -58,8 +58,21 @@ func TestBadLayouts(t *testing.T) {
 	require.Error(t, err)
 	_, err = New(servers(2), 0, 3, 0)
 	require.ErrorContains(t, err, "replication factor 3")
-	_, err = New(servers(3), 2, 1, 0)
-	require.ErrorContains(t, err, "at least one per server")
+	_, err = New(servers(3), -1, 1, 0)
+	require.ErrorContains(t, err, "want at least one")
+}
+
+// TestOneShard: one shard on three servers is one Raft group, led by the
+// first server by preference.
+func TestOneShard(t *testing.T) {
+	l, err := New(servers(3), 1, 3, 0)
+	require.NoError(t, err)
+	require.Equal(t, 0, l.Shard("any key"))
+	require.Equal(t, []int{0, 1, 2}, l.Replicas(0))
+	require.Equal(t, 0, l.Preferred(0))
+	for srv := range 3 {
+		require.Equal(t, []int{0}, l.Hosted(srv))
+	}
 }
 
 func TestIDDependsOnEverything(t *testing.T) {

@@ -175,9 +175,16 @@ type Panel struct {
 // PanelHeight is the height of each panel of Stacked.
 const PanelHeight = 3 * vg.Inch
 
+// Span is a shaded stretch of the time axis, such as a fault's window.
+type Span struct {
+	From, To float64 // seconds
+	Label    string
+}
+
 // Stacked renders panels one above the other, sharing the time axis, to
-// path: Width wide and PanelHeight per panel.
-func Stacked(title string, panels []Panel, path string) error {
+// path: Width wide and PanelHeight per panel. Each span is shaded grey on
+// every panel and named in the first panel's legend.
+func Stacked(title string, panels []Panel, path string, spans ...Span) error {
 	if len(panels) == 0 {
 		return fmt.Errorf("plots: no panels")
 	}
@@ -214,10 +221,50 @@ func Stacked(title string, panels []Panel, path string) error {
 			p.Add(line)
 			p.Legend.Add(s.Name, line)
 		}
+		if err := shade(p, spans, pn.Series, i == 0); err != nil {
+			return err
+		}
 		p.Legend.Top = true
 		grid[i] = []*plot.Plot{p}
 	}
 	return save(path, Width, PanelHeight*vg.Length(len(panels)), grid)
+}
+
+// spanColor is the shade of a Span: translucent, so lines show through.
+var spanColor = color.NRGBA{R: 128, G: 128, B: 128, A: 56}
+
+// shade adds spans to p, from 0 to just above the series' largest value, naming each
+// distinct label in the legend when legend is set.
+func shade(p *plot.Plot, spans []Span, series []TimeSeries, legend bool) error {
+	if len(spans) == 0 {
+		return nil
+	}
+	top := 0.0
+	for _, s := range series {
+		for _, v := range s.Values {
+			if !math.IsNaN(v) {
+				top = max(top, v)
+			}
+		}
+	}
+	if top = top * 1.05; top == 0 {
+		top = 1
+	}
+	named := map[string]bool{}
+	for _, sp := range spans {
+		poly, err := plotter.NewPolygon(plotter.XYs{{X: sp.From, Y: 0}, {X: sp.To, Y: 0}, {X: sp.To, Y: top}, {X: sp.From, Y: top}})
+		if err != nil {
+			return err
+		}
+		poly.Color = spanColor
+		poly.LineStyle.Width = 0
+		p.Add(poly)
+		if legend && sp.Label != "" && !named[sp.Label] {
+			named[sp.Label] = true
+			p.Legend.Add("shaded: "+sp.Label, poly)
+		}
+	}
+	return nil
 }
 
 // save draws the grid of plots on one w×h canvas and writes it as a PNG.

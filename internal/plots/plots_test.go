@@ -1,6 +1,7 @@
 package plots_test
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -68,4 +69,20 @@ func TestStacked(t *testing.T) {
 	}
 	require.NoError(t, plots.Stacked("run", panels, path))
 	requirePNG(t, path, plots.Width, 3*plots.PanelHeight)
+}
+
+// TestStackedShadesSpans: a shaded span greys the pixels it covers, so
+// the figure differs from the same one without it.
+func TestStackedShadesSpans(t *testing.T) {
+	dir := t.TempDir()
+	panels := []plots.Panel{{YLabel: "ops/s", Series: []plots.TimeSeries{{Name: "ops", Values: []float64{5, 5, 1, 1, 5, 5}}}}}
+	plain, shaded := filepath.Join(dir, "plain.png"), filepath.Join(dir, "shaded.png")
+	require.NoError(t, plots.Stacked("run", panels, plain))
+	require.NoError(t, plots.Stacked("run", panels, shaded, plots.Span{From: 3, To: 4, Label: "fault"}))
+	requirePNG(t, shaded, plots.Width, plots.PanelHeight)
+	a, err := os.ReadFile(plain)
+	require.NoError(t, err)
+	b, err := os.ReadFile(shaded)
+	require.NoError(t, err)
+	require.NotEqual(t, a, b)
 }

@@ -1,0 +1,251 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/rpc"
+	"sync"
+	"time"
+
+	"github.com/batchkv/batchkv/client"
+	"github.com/batchkv/batchkv/internal/linz"
+	"github.com/batchkv/batchkv/shard"
+	"github.com/batchkv/batchkv/wire"
+)
+
+// CheckedConfig sizes the checked load: clients whose every op goes into
+// the history that porcupine checks.
+type CheckedConfig struct {
+	Clients int // concurrent clients
+	Keys    int // shared keys, so clients contend
+	MaxOps  int // ops per batch, 1 to MaxOps
+}
+
+// Client ids in the history.
+const (
+	probeClient  = 1000 // the failover probe
+	pinnedClient = 2000 // clients that talk to one server only
+	finalClient  = 3000 // the final reads
+)
+
+// checkedKey names checked key i.
+func checkedKey(i int) string { return fmt.Sprintf("c%04d", i) }
+
+// randomBatch returns batch b of client id: 1 to maxOps ops over keys,
+// half gets, 40% puts, 10% deletes. Put values are unique, so a read
+// tells which write it saw.
+func randomBatch(rng *rand.Rand, id, b int, keys []string, maxOps int) []wire.Op {
+	ops := make([]wire.Op, 1+rng.IntN(maxOps))
+	for i := range ops {
+		key := keys[rng.IntN(len(keys))]
+		switch p := rng.IntN(10); {
+		case p < 5:
+			ops[i] = wire.Op{Code: wire.OpGet, Key: key}
+		case p < 9:
+			ops[i] = wire.Op{Code: wire.OpPut, Key: key, Value: fmt.Sprintf("c%d-b%d-o%d", id, b, i)}
+		default:
+			ops[i] = wire.Op{Code: wire.OpDelete, Key: key}
+		}
+	}
+	return ops
+}
+
+// runChecked runs the checked clients until stop is closed.
+func runChecked(cfg CheckedConfig, cl *client.Client, h *linz.History, tl *timeline, seed uint64, stop <-chan struct{}) {
+	keys := make([]string, cfg.Keys)
+	for i := range keys {
+		keys[i] = checkedKey(i)
+	}
+	var wg sync.WaitGroup
+	for id := range cfg.Clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, uint64(1<<32+id)))
+			for b := 0; ; b++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ops := randomBatch(rng, id, b, keys, cfg.MaxOps)
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				call := h.Now()
+				res, err := cl.Do(ctx, ops)
+				h.Record(id, ops, res, err, call, h.Now())
+				cancel()
+				if err == nil {
+					tl.checkedOps(len(ops))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// probe writes one key of a shard every 10ms, each write recorded in the
+// history, and remembers when each was called and acknowledged, to time
+// failovers: the first write called after a fault that succeeds.
+type probe struct {
+	key  string
+	mu   sync.Mutex
+	acks []probeAck // guarded by mu
+}
+
+type probeAck struct{ call, ret time.Duration }
+
+func newProbe(layout *shard.Layout, sh int) *probe {
+	for i := 0; ; i++ {
+		if k := fmt.Sprintf("probe%d", i); layout.Shard(k) == sh {
+			return &probe{key: k}
+		}
+	}
+}
+
+func (p *probe) run(cl *client.Client, h *linz.History, stop <-chan struct{}) {
+	for n := 0; ; n++ {
+		select {
+		case <-stop:
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+		ops := []wire.Op{{Code: wire.OpPut, Key: p.key, Value: fmt.Sprintf("probe-%d", n)}}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		call := h.Now()
+		res, err := cl.Do(ctx, ops)
+		ret := h.Now()
+		cancel()
+		h.Record(probeClient, ops, res, err, call, ret)
+		if err == nil && res[0].Status.Applied() {
+			p.mu.Lock()
+			p.acks = append(p.acks, probeAck{call: time.Duration(call), ret: time.Duration(ret)})
+			p.mu.Unlock()
+		}
+	}
+}
+
+// firstAckAfter returns how long after t the first write called at or
+// after t was acknowledged, or false if none was.
+func (p *probe) firstAckAfter(t time.Duration) (time.Duration, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, a := range p.acks {
+		if a.call >= t {
+			return a.ret - t, true
+		}
+	}
+	return 0, false
+}
+
+// pinned sends checked batches for one shard to one server only, with a
+// long timeout and no redirects, so that whatever that server answers,
+// also after a pause or a partition, lands in the history. Its acks are
+// kept to tell when the server stopped acknowledging writes.
+type pinned struct {
+	server string
+	layout *shard.Layout
+	shard  int
+	keys   []string
+	mu     sync.Mutex
+	acks   []time.Duration // when a write batch was acknowledged; guarded by mu
+}
+
+func newPinned(server string, layout *shard.Layout, sh, nkeys int) *pinned {
+	p := &pinned{server: server, layout: layout, shard: sh}
+	for i := range nkeys {
+		if k := checkedKey(i); layout.Shard(k) == sh {
+			p.keys = append(p.keys, k)
+		}
+	}
+	return p
+}
+
+func (p *pinned) run(id int, h *linz.History, seed uint64, stop <-chan struct{}) {
+	if len(p.keys) == 0 {
+		return
+	}
+	rng := rand.New(rand.NewPCG(seed, uint64(1<<40+id)))
+	session := rng.Uint64() | 1
+	var rc *rpc.Client
+	defer func() {
+		if rc != nil {
+			_ = rc.Close()
+		}
+	}()
+	for b := 0; ; b++ {
+		select {
+		case <-stop:
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
+		if rc == nil {
+			conn, err := net.DialTimeout("tcp", p.server, time.Second)
+			if err != nil {
+				continue
+			}
+			cc, err := wire.NewClientCodec(conn)
+			if err != nil {
+				_ = conn.Close()
+				continue
+			}
+			rc = rpc.NewClientWithCodec(cc)
+		}
+		ops := randomBatch(rng, id, b, p.keys, 3)
+		args := wire.BatchArgs{RingID: p.layout.ID(), Shard: uint32(p.shard), Session: session, Seq: uint64(b + 1), Ops: ops}
+		var reply wire.BatchReply
+		call := h.Now()
+		c := rc.Go(wire.BatchOpMethod, &args, &reply, make(chan *rpc.Call, 1))
+		var err error
+		select {
+		case <-c.Done:
+			err = c.Error
+		case <-time.After(10 * time.Second):
+			err = fmt.Errorf("no reply in 10s")
+		}
+		ret := h.Now()
+		results := reply.Results
+		if err == nil && (reply.Status != wire.StatusOK || len(results) != len(ops)) {
+			err = fmt.Errorf("rejected: %s", reply.Status)
+		}
+		if err != nil {
+			_ = rc.Close()
+			rc = nil
+			results = make([]wire.Result, len(ops))
+			for i := range results {
+				results[i].Status = wire.StatusUnknown
+			}
+		}
+		h.Record(pinnedClient+id, ops, results, err, call, ret)
+		if err == nil && hasAckedWrite(ops, results) {
+			p.mu.Lock()
+			p.acks = append(p.acks, time.Duration(ret))
+			p.mu.Unlock()
+		}
+	}
+}
+
+func hasAckedWrite(ops []wire.Op, results []wire.Result) bool {
+	for i, op := range ops {
+		if op.Code != wire.OpGet && results[i].Status.Applied() {
+			return true
+		}
+	}
+	return false
+}
+
+// lastAckIn returns the last time in [from, to) the server acknowledged a
+// write, or false if it acknowledged none.
+func (p *pinned) lastAckIn(from, to time.Duration) (time.Duration, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var last time.Duration
+	found := false
+	for _, a := range p.acks {
+		if a >= from && a < to {
+			last, found = a, true
+		}
+	}
+	return last, found
+}

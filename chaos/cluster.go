@@ -1,0 +1,189 @@
+package chaos
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/batchkv/batchkv/client"
+	"github.com/batchkv/batchkv/wire"
+)
+
+// ClusterConfig describes a local replicated cluster of server processes.
+type ClusterConfig struct {
+	// Bin is the kvsserver binary.
+	Bin string
+	// Dir holds each server's data dir and log.
+	Dir string
+	// Servers is the number of server processes (and the RF).
+	Servers int
+	// Shards of the cluster (0: one per server).
+	Shards int
+	// Args are extra kvsserver flags for every server.
+	Args []string
+}
+
+// Cluster is n kvsserver processes on loopback, every shard replicated on
+// all of them, with their Raft links through Links.
+type Cluster struct {
+	cfg   ClusterConfig
+	Addrs []string
+	Links *Links
+
+	mu    sync.Mutex
+	procs []*exec.Cmd // nil while a server is down
+	exits []chan struct{}
+}
+
+// StartCluster starts every server and waits until each answers.
+func StartCluster(cfg ClusterConfig) (*Cluster, error) {
+	c := &Cluster{cfg: cfg, procs: make([]*exec.Cmd, cfg.Servers), exits: make([]chan struct{}, cfg.Servers)}
+	for range cfg.Servers {
+		addr, err := freeAddr()
+		if err != nil {
+			return nil, err
+		}
+		c.Addrs = append(c.Addrs, addr)
+	}
+	var err error
+	if c.Links, err = NewLinks(c.Addrs); err != nil {
+		return nil, err
+	}
+	for i := range c.Addrs {
+		if err := c.Start(i); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// freeAddr returns a loopback address with a port nothing listens on now.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = ln.Close() }()
+	return ln.Addr().String(), nil
+}
+
+// args returns server i's command line.
+func (c *Cluster) args(i int) []string {
+	_, port, _ := net.SplitHostPort(c.Addrs[i])
+	a := []string{"-host", "127.0.0.1", "-port", port, "-self", c.Addrs[i], "-peers", strings.Join(c.Addrs, ","),
+		"-rf", strconv.Itoa(c.cfg.Servers), "-shards", strconv.Itoa(c.cfg.Shards), "-report", "0",
+		"-data-dir", filepath.Join(c.cfg.Dir, fmt.Sprintf("data-%d", i)), "-raft-via", c.Links.Via(i, c.Addrs)}
+	return append(a, c.cfg.Args...)
+}
+
+// Start (re)starts server i with the same flags and data dir, and waits
+// until it answers admin calls.
+func (c *Cluster) Start(i int) error {
+	logf, err := os.OpenFile(filepath.Join(c.cfg.Dir, fmt.Sprintf("server-%d.log", i)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(c.cfg.Bin, c.args(i)...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		_ = logf.Close()
+		return fmt.Errorf("chaos: start server %d: %w", i, err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		_ = logf.Close()
+		close(exited)
+	}()
+	c.mu.Lock()
+	c.procs[i], c.exits[i] = cmd, exited
+	c.mu.Unlock()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if _, err := client.Status(c.Addrs[i], wire.StatusRequest{}, 500*time.Millisecond); err == nil {
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("chaos: server %d exited at start; see %s", i, logf.Name())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("chaos: server %d does not answer after 15s", i)
+		}
+	}
+}
+
+// Pid returns server i's process id, or 0 while it is down.
+func (c *Cluster) Pid(i int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.procs[i] == nil {
+		return 0
+	}
+	return c.procs[i].Process.Pid
+}
+
+// Signal sends sig to server i's process.
+func (c *Cluster) Signal(i int, sig syscall.Signal) error {
+	pid := c.Pid(i)
+	if pid == 0 {
+		return fmt.Errorf("chaos: server %d is down", i)
+	}
+	return syscall.Kill(pid, sig)
+}
+
+// Kill kills server i with SIGKILL and waits until it is gone.
+func (c *Cluster) Kill(i int) error { return c.stop(i, syscall.SIGKILL, 0) }
+
+// stop sends sig to server i, waits for it to exit, and kills it after
+// grace (0: wait for ever).
+func (c *Cluster) stop(i int, sig syscall.Signal, grace time.Duration) error {
+	c.mu.Lock()
+	cmd, exited := c.procs[i], c.exits[i]
+	c.procs[i] = nil
+	c.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	// A stopped process does not act on SIGTERM until it runs again.
+	_ = cmd.Process.Signal(syscall.SIGCONT)
+	if err := cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	if grace > 0 {
+		select {
+		case <-exited:
+			return nil
+		case <-time.After(grace):
+			_ = cmd.Process.Kill()
+		}
+	}
+	<-exited
+	return nil
+}
+
+// Close stops every server (SIGTERM, then SIGKILL after 5s) and the links.
+func (c *Cluster) Close() {
+	var wg sync.WaitGroup
+	for i := range c.Addrs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = c.stop(i, syscall.SIGTERM, 5*time.Second)
+		}()
+	}
+	wg.Wait()
+	if c.Links != nil {
+		c.Links.Close()
+	}
+}

@@ -1,0 +1,159 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/Shopify/toxiproxy/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+)
+
+// Links are the Raft links between n servers: the traffic server i starts
+// towards server j goes through a toxiproxy proxy of its own, p[i][j],
+// embedded in this process. Faults on a node act on every link that starts
+// or ends at it; client traffic does not go through the proxies.
+type Links struct {
+	p [][]*toxiproxy.Proxy // p[i][i] is nil
+}
+
+// NewLinks starts a proxy for every ordered pair of addrs.
+func NewLinks(addrs []string) (*Links, error) {
+	api := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
+	l := &Links{p: make([][]*toxiproxy.Proxy, len(addrs))}
+	for i := range addrs {
+		l.p[i] = make([]*toxiproxy.Proxy, len(addrs))
+		for j := range addrs {
+			if i == j {
+				continue
+			}
+			p := toxiproxy.NewProxy(api, fmt.Sprintf("raft-%d-%d", i, j), "127.0.0.1:0", addrs[j])
+			if err := p.Start(); err != nil {
+				l.Close()
+				return nil, fmt.Errorf("chaos: proxy %d->%d: %w", i, j, err)
+			}
+			l.p[i][j] = p
+		}
+	}
+	return l, nil
+}
+
+// Via returns server i's -raft-via flag value: peer=proxy for every peer.
+func (l *Links) Via(i int, addrs []string) string {
+	var pairs []string
+	for j, a := range addrs {
+		if j != i {
+			pairs = append(pairs, a+"="+l.p[i][j].Listen)
+		}
+	}
+	return strings.Join(pairs, ",")
+}
+
+// Proxy returns the proxy of the link from i to j (for tests).
+func (l *Links) Proxy(i, j int) *toxiproxy.Proxy { return l.p[i][j] }
+
+// each calls f on every link that starts at node (out) or ends at it (in).
+func (l *Links) each(node int, out, in bool, f func(p *toxiproxy.Proxy, fromNode bool) error) error {
+	for j := range l.p {
+		if j == node {
+			continue
+		}
+		if out {
+			if err := f(l.p[node][j], true); err != nil {
+				return err
+			}
+		}
+		if in {
+			if err := f(l.p[j][node], false); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// SetLatency adds d to every byte sent to or from node over Raft, in both
+// directions of every link (a round trip grows by 2d); 0 removes it.
+func (l *Links) SetLatency(node int, d time.Duration) error {
+	return l.each(node, true, true, func(p *toxiproxy.Proxy, _ bool) error {
+		for _, stream := range []string{"upstream", "downstream"} {
+			name := "latency-" + stream
+			_ = p.Toxics.RemoveToxic(context.Background(), name)
+			if d <= 0 {
+				continue
+			}
+			_, err := p.Toxics.AddToxicJson(strings.NewReader(fmt.Sprintf(
+				`{"name":%q,"type":"latency","stream":%q,"toxicity":1,"attributes":{"latency":%d}}`,
+				name, stream, d.Milliseconds())))
+			if err != nil {
+				return fmt.Errorf("chaos: latency on %s: %w", p.Name, err)
+			}
+		}
+		return nil
+	})
+}
+
+// Isolate cuts every Raft link of node (on) or restores them (off). A cut
+// link closes its connections and refuses new ones, as a crashed router
+// or a firewall that rejects would, so both ends notice at once.
+func (l *Links) Isolate(node int, on bool) error {
+	return l.each(node, true, true, func(p *toxiproxy.Proxy, _ bool) error {
+		if on {
+			p.Stop()
+			return nil
+		}
+		if err := p.Start(); err != nil && !errors.Is(err, toxiproxy.ErrProxyAlreadyStarted) {
+			return fmt.Errorf("chaos: restart %s: %w", p.Name, err)
+		}
+		return nil
+	})
+}
+
+// Mute drops (on) every byte node sends over Raft, while it still hears
+// everyone: a one-way partition. Connections stay open; the bytes vanish
+// until the fault is lifted (off).
+func (l *Links) Mute(node int, on bool) error {
+	return l.each(node, true, true, func(p *toxiproxy.Proxy, fromNode bool) error {
+		// On a link node starts, its bytes go upstream; on a link that
+		// ends at node, they come back downstream.
+		stream := "downstream"
+		if fromNode {
+			stream = "upstream"
+		}
+		_ = p.Toxics.RemoveToxic(context.Background(), "mute")
+		if !on {
+			return nil
+		}
+		_, err := p.Toxics.AddToxicJson(strings.NewReader(fmt.Sprintf(
+			`{"name":"mute","type":"timeout","stream":%q,"toxicity":1,"attributes":{"timeout":0}}`, stream)))
+		if err != nil {
+			return fmt.Errorf("chaos: mute %s: %w", p.Name, err)
+		}
+		return nil
+	})
+}
+
+// Heal removes every fault from node's links.
+func (l *Links) Heal(node int) error {
+	if err := l.Isolate(node, false); err != nil {
+		return err
+	}
+	if err := l.Mute(node, false); err != nil {
+		return err
+	}
+	return l.SetLatency(node, 0)
+}
+
+// Close stops every proxy.
+func (l *Links) Close() {
+	for i := range l.p {
+		for _, p := range l.p[i] {
+			if p != nil {
+				p.Stop()
+			}
+		}
+	}
+}

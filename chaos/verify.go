@@ -1,0 +1,162 @@
+package chaos
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/batchkv/batchkv/client"
+	"github.com/batchkv/batchkv/internal/linz"
+	"github.com/batchkv/batchkv/wire"
+)
+
+func finalGet(key string) []wire.Op { return []wire.Op{{Code: wire.OpGet, Key: key}} }
+
+// check records a verdict criterion.
+func (r *run) check(name, target, got string, pass bool) {
+	r.res.Checks = append(r.res.Checks, Check{Name: name, Target: target, Got: got, Pass: pass})
+}
+
+// figure records a measured value without a target.
+func (r *run) figure(name, format string, args ...any) {
+	r.res.Figures = append(r.res.Figures, Figure{Name: name, Value: fmt.Sprintf(format, args...)})
+}
+
+// windowOf returns the first window with label.
+func (r *run) windowOf(label string) (Window, bool) {
+	_, _, wins := r.tl.snapshot()
+	for _, w := range wins {
+		if w.Label == label {
+			return w, true
+		}
+	}
+	return Window{}, false
+}
+
+// throughput returns the median bulk ops/s over w's whole seconds.
+func (r *run) throughput(w Window) float64 {
+	secs, _, _ := r.tl.snapshot()
+	return median(rates(secs, w.From, w.To))
+}
+
+// common records the figures every scenario reports: the baseline's and
+// each fault window's throughput and latency, and elections.
+func (r *run) common() {
+	secs, _, wins := r.tl.snapshot()
+	for _, w := range wins {
+		h := latencies(secs, w.From, w.To)
+		r.figure(w.Label+": ops/s (median second)", "%.0f", r.throughput(w))
+		r.figure(w.Label+": batch latency p50 / p99 / p99.9 / p99.99", "%v / %v / %v / %v",
+			ms(h.Quantile(0.5)), ms(h.Quantile(0.99)), ms(h.Quantile(0.999)), ms(h.Quantile(0.9999)))
+	}
+	vs := views(r.mon.samples(), 0)
+	r.figure("shard 0: term changes / leader changes over the run", "%d / %d",
+		termChanges(vs, 0, r.tl.since()), leaderChanges(vs, 0, r.tl.since()))
+}
+
+// verify runs the checks every scenario ends with.
+func (r *run) verify() {
+	r.checkConvergence()
+	n := r.v.count()
+	r.check("no acknowledged write lost, every bulk read right", "0 violations",
+		fmt.Sprintf("%d violations %s", n, strings.Join(r.v.first, "; ")), n == 0)
+	ops := r.h.Ops()
+	t0 := time.Now()
+	res, err := linz.Check(ops, r.opt.CheckTimeout, r.resultPath("linearizability.html"))
+	got := map[porcupine.CheckResult]string{porcupine.Ok: "linearizable", porcupine.Illegal: "NOT linearizable (see linearizability.html)",
+		porcupine.Unknown: "checker timed out"}[res]
+	if err != nil {
+		got += "; " + err.Error()
+	}
+	r.check("checked history is linearizable", "linearizable",
+		fmt.Sprintf("%s: %d ops, checked in %v", got, len(ops), time.Since(t0).Round(time.Millisecond)), res == porcupine.Ok)
+	r.res.Pass = true
+	for _, c := range r.res.Checks {
+		if !c.Pass {
+			r.res.Pass = false
+			if r.res.Reason == "" {
+				r.res.Reason = fmt.Sprintf("%s: want %s, got %s", c.Name, c.Target, c.Got)
+			}
+		}
+	}
+}
+
+// checkConvergence waits until every replica of every shard has applied
+// the same entries, then compares the shards' digests.
+func (r *run) checkConvergence() {
+	deadline := time.Now().Add(30 * time.Second)
+	var last string
+	for time.Now().Before(deadline) {
+		byShard := map[int][]wire.ShardStatus{}
+		ok := true
+		for _, addr := range r.c.Addrs {
+			st, err := client.Status(addr, wire.StatusRequest{Digest: true}, 5*time.Second)
+			if err != nil {
+				ok, last = false, fmt.Sprintf("%s: %v", addr, err)
+				break
+			}
+			for _, s := range st.Shards {
+				byShard[s.Shard] = append(byShard[s.Shard], s)
+			}
+		}
+		if ok {
+			settled, agree, desc := compareReplicas(byShard, r.layout.Shards(), r.opt.Servers)
+			last = desc
+			if settled {
+				r.check("replicas converge", "same digest on every replica of every shard", desc, agree)
+				return
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	r.check("replicas converge", "same digest on every replica of every shard", "did not settle in 30s: "+last, false)
+}
+
+// compareReplicas says whether every shard's replicas have applied the
+// same index (settled), and if so whether their digests agree.
+func compareReplicas(byShard map[int][]wire.ShardStatus, shards, rf int) (settled, agree bool, desc string) {
+	agree = true
+	var parts []string
+	for sh := range shards {
+		reps := byShard[sh]
+		if len(reps) != rf {
+			return false, false, fmt.Sprintf("shard %d: %d replicas answered", sh, len(reps))
+		}
+		for _, s := range reps[1:] {
+			if s.Applied != reps[0].Applied {
+				return false, false, fmt.Sprintf("shard %d: applied %d and %d", sh, reps[0].Applied, s.Applied)
+			}
+			if s.Digest != reps[0].Digest || s.Keys != reps[0].Keys {
+				agree = false
+			}
+		}
+		var ds []string
+		for _, s := range reps {
+			ds = append(ds, fmt.Sprintf("%016x/%d keys", s.Digest, s.Keys))
+		}
+		parts = append(parts, fmt.Sprintf("shard %d at index %d: %s", sh, reps[0].Applied, strings.Join(ds, ", ")))
+	}
+	return true, agree, strings.Join(parts, "; ")
+}
+
+func ms(d time.Duration) string {
+	return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+}
+
+func median(vs []float64) float64 {
+	if len(vs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), vs...)
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}

@@ -1,0 +1,157 @@
+// Command kvschaos runs a fault experiment against a local RF=3 cluster
+// and ends with a verdict line (chaos.sh wraps it).
+//
+//	kvschaos -bin bin/kvsserver slow-follower
+//	kvschaos -bin bin/kvsserver -fault 20s crash-leader
+//	kvschaos -bin bin/kvsserver all
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/batchkv/batchkv/chaos"
+)
+
+func main() {
+	pass, err := run(os.Args[1:], os.Stdout, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kvschaos:", err)
+		fmt.Println("verdict: FAIL", err)
+		os.Exit(1)
+	}
+	if !pass {
+		os.Exit(1)
+	}
+}
+
+// durationFlag is a duration flag that remembers whether it was set.
+type durationFlag struct {
+	d   time.Duration
+	set bool
+}
+
+func (f *durationFlag) String() string { return f.d.String() }
+func (f *durationFlag) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	f.d, f.set = d, true
+	return err
+}
+
+func run(args []string, stdout, stderr io.Writer) (bool, error) {
+	fs := flag.NewFlagSet("kvschaos", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: kvschaos [flags] SCENARIO|all\n\nScenarios:\n")
+		for _, name := range chaos.ScenarioNames() {
+			fmt.Fprintf(stderr, "  %-15s %s\n", name, chaos.About(name))
+		}
+		fmt.Fprintf(stderr, "\nFlags (durations left unset take the scenario's default):\n")
+		fs.PrintDefaults()
+	}
+	bin := fs.String("bin", "bin/kvsserver", "kvsserver binary")
+	dir := fs.String("dir", "", "results directory (default logs/chaos-<time>/<scenario>)")
+	seed := fs.Uint64("seed", 0, "random seed (0: from the clock)")
+	shards := fs.Int("shards", 1, "shards (one Raft group each, on all 3 servers)")
+	serverArgs := fs.String("server-args", "", "extra kvsserver flags, space-separated (e.g. \"-raft-heartbeat 1s\")")
+	var warmup, baseline, fault, recovery, lag, restart, pause, interval durationFlag
+	fs.Var(&warmup, "warmup", "load before the baseline, not measured (default 3s)")
+	fs.Var(&baseline, "baseline", "healthy load measured as the baseline (default 15s)")
+	fs.Var(&fault, "fault", "how long the fault lasts (default 60s slow-follower and random, 30s per step slow-network, 10s otherwise)")
+	fs.Var(&recovery, "recovery", "healed load before the final checks (default 10s)")
+	fs.Var(&lag, "lag", "slow-network: how long a follower is stopped so that it lags (default 10s; 0: none)")
+	fs.Var(&restart, "restart", "crash-*: delay before the restart (default 5s)")
+	fs.Var(&pause, "pause", "pause: how long the leader is stopped (default 5s)")
+	fs.Var(&interval, "interval", "random: time between faults (default 5s)")
+	cpu := fs.Float64("cpu", 0.02, "slow-follower: share of one CPU the follower gets")
+	lats := fs.String("latencies", "100ms,250ms", "slow-network: latencies added in turn, comma-separated")
+	goroutines := fs.Int("goroutines", 128, "bulk load: concurrent batches")
+	batch := fs.Int("batch", 64, "bulk load: ops per batch")
+	checked := fs.Int("checked-clients", 8, "checked load: clients")
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return true, nil
+		}
+		return false, err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return false, fmt.Errorf("want one scenario")
+	}
+	names := []string{fs.Arg(0)}
+	if names[0] == "all" {
+		names = chaos.ScenarioNames()
+	}
+	root := *dir
+	if root == "" {
+		root = filepath.Join("logs", "chaos-"+time.Now().Format("20060102-150405"))
+	}
+	var latencies []time.Duration
+	for _, s := range strings.Split(*lats, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(s))
+		if err != nil {
+			return false, fmt.Errorf("-latencies: %w", err)
+		}
+		latencies = append(latencies, d)
+	}
+	allPass := true
+	var failed []string
+	for _, name := range names {
+		o := chaos.DefaultOptions(name)
+		o.Bin, o.Shards, o.Progress = *bin, *shards, stdout
+		o.Dir = root
+		if len(names) > 1 || *dir == "" {
+			o.Dir = filepath.Join(root, name)
+		}
+		if *seed != 0 {
+			o.Seed = *seed
+		}
+		o.ServerArgs = strings.Fields(*serverArgs)
+		for _, f := range []struct {
+			flag *durationFlag
+			dst  *time.Duration
+		}{{&warmup, &o.Warmup}, {&baseline, &o.Baseline}, {&fault, &o.Fault}, {&recovery, &o.Recovery},
+			{&lag, &o.Lag}, {&restart, &o.Restart}, {&pause, &o.Pause}, {&interval, &o.Interval}} {
+			if f.flag.set {
+				*f.dst = f.flag.d
+			}
+		}
+		o.CPUFraction, o.Latencies = *cpu, latencies
+		o.Bulk.Goroutines, o.Bulk.Batch, o.Checked.Clients = *goroutines, *batch, *checked
+		fmt.Fprintf(stdout, "== %s: %s; results in %s\n", name, chaos.About(name), o.Dir)
+		res, err := chaos.Run(o)
+		if err != nil {
+			return false, fmt.Errorf("%s: %w", name, err)
+		}
+		for _, c := range res.Checks {
+			mark := "pass"
+			if !c.Pass {
+				mark = "FAIL"
+			}
+			fmt.Fprintf(stdout, "  %-4s %s: %s (target %s)\n", mark, c.Name, c.Got, c.Target)
+		}
+		for _, f := range res.Figures {
+			fmt.Fprintf(stdout, "       %s: %s\n", f.Name, f.Value)
+		}
+		if res.Pass {
+			fmt.Fprintf(stdout, "verdict: PASS %s (summary: %s)\n", name, filepath.Join(o.Dir, "summary.md"))
+		} else {
+			allPass = false
+			failed = append(failed, name)
+			fmt.Fprintf(stdout, "verdict: FAIL %s: %s (summary: %s)\n", name, res.Reason, filepath.Join(o.Dir, "summary.md"))
+		}
+	}
+	if len(names) > 1 {
+		if allPass {
+			fmt.Fprintf(stdout, "verdict: PASS all %d scenarios\n", len(names))
+		} else {
+			fmt.Fprintf(stdout, "verdict: FAIL %s\n", strings.Join(failed, ", "))
+		}
+	}
+	return allPass, nil
+}
