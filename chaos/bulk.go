@@ -21,6 +21,9 @@ type BulkConfig struct {
 	Keys       int     // keys each goroutine owns
 	Reads      float64 // fraction of gets (YCSB-B: 0.95)
 	ValueSize  int     // bytes per value
+	// AttemptTimeout is the client's: how long one attempt may wait on a
+	// server that does not answer before the next replica is tried.
+	AttemptTimeout time.Duration
 }
 
 // bulkLoad is the throughput load. Each goroutine owns keys no other op

@@ -123,6 +123,10 @@ func (r *run) writeHistory() error {
 
 func (r *run) plot(secs []second, vs []view, wins []Window) error {
 	n := len(secs)
+	at := make([]float64, n) // the middle of each second
+	for i := range at {
+		at[i] = float64(i) + 0.5
+	}
 	ops := make([]float64, n)
 	p50, p99, p999 := make([]float64, n), make([]float64, n), make([]float64, n)
 	term := make([]float64, n)
@@ -143,9 +147,9 @@ func (r *run) plot(secs []second, vs []view, wins []Window) error {
 		}
 	}
 	panels := []plots.Panel{
-		{YLabel: "bulk ops/s", Series: []plots.TimeSeries{{Name: "ops/s", Values: ops}}},
-		{YLabel: "batch latency (ms)", Series: []plots.TimeSeries{{Name: "p50", Values: p50}, {Name: "p99", Values: p99}, {Name: "p99.9", Values: p999}}},
-		{YLabel: "shard 0 term", Series: []plots.TimeSeries{{Name: "term", Values: term}}},
+		{YLabel: "bulk ops/s", Series: []plots.TimeSeries{{Name: "ops/s", Values: ops, Seconds: at}}},
+		{YLabel: "batch latency (ms)", Series: []plots.TimeSeries{{Name: "p50", Values: p50, Seconds: at}, {Name: "p99", Values: p99, Seconds: at}, {Name: "p99.9", Values: p999, Seconds: at}}},
+		{YLabel: "shard 0 term", Series: []plots.TimeSeries{{Name: "term", Values: term, Seconds: at}}},
 	}
 	return plots.Stacked(fmt.Sprintf("%s (shaded: faults)", r.opt.Scenario), panels, r.resultPath("timeline.png"), spans...)
 }

@@ -69,8 +69,8 @@ func DefaultOptions(scenario string) Options {
 		CPUFraction: 0.02, Latencies: []time.Duration{100 * time.Millisecond, 250 * time.Millisecond},
 		Lag: 10 * time.Second, Restart: 5 * time.Second, Pause: 5 * time.Second, Interval: 5 * time.Second,
 		LeaseBound: 800 * time.Millisecond, FailoverBound: 2500 * time.Millisecond,
-		Bulk:         BulkConfig{Goroutines: 128, Batch: 64, Keys: 1024, Reads: 0.95, ValueSize: 32},
-		Checked:      CheckedConfig{Clients: 8, Keys: 200, MaxOps: 4},
+		Bulk:         BulkConfig{Goroutines: 128, Batch: 8192, Keys: 8192, Reads: 0.95, ValueSize: 32, AttemptTimeout: 5 * time.Second},
+		Checked:      CheckedConfig{Clients: 16, Keys: 200, MaxOps: 8},
 		CheckTimeout: 5 * time.Minute,
 	}
 	switch scenario {
@@ -158,11 +158,11 @@ func Run(opt Options) (*Result, error) {
 	return &r.res, nil
 }
 
-// newClient returns a replicated client with realistic timeouts: an
-// attempt on a silent server is given up after a second.
-func (r *run) newClient() (*client.Client, error) {
+// newClient returns a replicated client that gives up an attempt on a
+// silent server after attempt (a broken connection fails at once).
+func (r *run) newClient(attempt time.Duration) (*client.Client, error) {
 	return client.New(client.Config{Servers: r.c.Addrs, Shards: r.layout.Shards(), Replicas: r.layout.RF(),
-		AttemptTimeout: time.Second, DialTimeout: time.Second})
+		AttemptTimeout: attempt, DialTimeout: time.Second})
 }
 
 // waitLeaders waits until every shard's preferred replica leads it.
@@ -189,12 +189,12 @@ func (r *run) waitLeaders(timeout time.Duration) error {
 // drive runs the loads around the scenario's faults, then heals whatever
 // is left and lets the cluster recover under load.
 func (r *run) drive(sc scenario) error {
-	bulkCl, err := r.newClient()
+	bulkCl, err := r.newClient(r.opt.Bulk.AttemptTimeout)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = bulkCl.Close() }()
-	checkCl, err := r.newClient()
+	checkCl, err := r.newClient(time.Second)
 	if err != nil {
 		return err
 	}
@@ -299,7 +299,7 @@ func (r *run) progress(stop <-chan struct{}) {
 // finalReads reads every key after the load: the checked keys go into
 // the history, the bulk keys are checked against their writers.
 func (r *run) finalReads(bulk *bulkLoad) {
-	cl, err := r.newClient()
+	cl, err := r.newClient(5 * time.Second)
 	if err != nil {
 		r.v.add(fmt.Sprintf("final reads: %v", err))
 		return

@@ -52,8 +52,9 @@ func (r *run) common() {
 			ms(h.Quantile(0.5)), ms(h.Quantile(0.99)), ms(h.Quantile(0.999)), ms(h.Quantile(0.9999)))
 	}
 	vs := views(r.mon.samples(), 0)
-	r.figure("shard 0: term changes / leader changes over the run", "%d / %d",
-		termChanges(vs, 0, r.tl.since()), leaderChanges(vs, 0, r.tl.since()))
+	base, _ := r.windowOf("baseline")
+	r.figure("shard 0: term changes / leader changes from the baseline on", "%d / %d",
+		termChanges(vs, base.From, r.tl.since()), leaderChanges(vs, base.From, r.tl.since()))
 }
 
 // verify runs the checks every scenario ends with.

@@ -71,8 +71,9 @@ func run(args []string, stdout, stderr io.Writer) (bool, error) {
 	cpu := fs.Float64("cpu", 0.02, "slow-follower: share of one CPU the follower gets")
 	lats := fs.String("latencies", "100ms,250ms", "slow-network: latencies added in turn, comma-separated")
 	goroutines := fs.Int("goroutines", 128, "bulk load: concurrent batches")
-	batch := fs.Int("batch", 64, "bulk load: ops per batch")
-	checked := fs.Int("checked-clients", 8, "checked load: clients")
+	batch := fs.Int("batch", 8192, "bulk load: ops per batch (each goroutine owns as many keys)")
+	attempt := fs.Duration("attempt-timeout", 5*time.Second, "bulk load: client's timeout of one attempt on a silent server")
+	checked := fs.Int("checked-clients", 16, "checked load: clients")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return true, nil
@@ -122,7 +123,8 @@ func run(args []string, stdout, stderr io.Writer) (bool, error) {
 			}
 		}
 		o.CPUFraction, o.Latencies = *cpu, latencies
-		o.Bulk.Goroutines, o.Bulk.Batch, o.Checked.Clients = *goroutines, *batch, *checked
+		o.Bulk.Goroutines, o.Bulk.Batch, o.Bulk.Keys, o.Checked.Clients = *goroutines, *batch, *batch, *checked
+		o.Bulk.AttemptTimeout = *attempt
 		fmt.Fprintf(stdout, "== %s: %s; results in %s\n", name, chaos.About(name), o.Dir)
 		res, err := chaos.Run(o)
 		if err != nil {

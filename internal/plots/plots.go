@@ -227,6 +227,15 @@ func Stacked(title string, panels []Panel, path string, spans ...Span) error {
 		p.Legend.Top = true
 		grid[i] = []*plot.Plot{p}
 	}
+	// One time axis for all: panels whose first values are missing would
+	// otherwise start later than the others.
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, row := range grid {
+		lo, hi = min(lo, row[0].X.Min), max(hi, row[0].X.Max)
+	}
+	for _, row := range grid {
+		row[0].X.Min, row[0].X.Max = lo, hi
+	}
 	return save(path, Width, PanelHeight*vg.Length(len(panels)), grid)
 }
 

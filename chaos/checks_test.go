@@ -1,0 +1,88 @@
+package chaos
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batchkv/batchkv/wire"
+)
+
+func newTestBulk() (*bulkLoad, *bulkWorker) {
+	b := newBulkLoad(BulkConfig{Goroutines: 1, Batch: 4, Keys: 4, Reads: 0.5, ValueSize: 16}, nil, nil, 1, &violations{})
+	return b, b.ws[0]
+}
+
+func put(b *bulkLoad, w *bulkWorker, slot int, idx int64, st wire.Status) {
+	b.check(w, slot, wire.Op{Code: wire.OpPut, Key: w.names[slot], Value: b.value(w.id, idx)}, wire.Result{Status: st}, nil)
+}
+
+func get(b *bulkLoad, w *bulkWorker, slot int, found bool, idx int64) {
+	r := wire.Result{Status: wire.StatusNotFound}
+	if found {
+		r = wire.Result{Status: wire.StatusOK, Value: b.value(w.id, idx)}
+	}
+	b.check(w, slot, wire.Op{Code: wire.OpGet, Key: w.names[slot]}, r, nil)
+}
+
+// TestBulkCheckCatchesStaleAndLostReads: a get must return the last
+// acknowledged write of its key; an older write (a stale read), nothing
+// (a lost write) or a value nobody wrote is a violation.
+func TestBulkCheckCatchesStaleAndLostReads(t *testing.T) {
+	b, w := newTestBulk()
+	get(b, w, 0, false, 0) // nothing written yet: right
+	put(b, w, 0, 1, wire.StatusOK)
+	get(b, w, 0, true, 1)
+	require.Zero(t, b.v.count())
+	put(b, w, 0, 2, wire.StatusOK)
+	get(b, w, 0, true, 1) // stale
+	require.Equal(t, 1, b.v.count())
+	get(b, w, 0, false, 0) // lost
+	require.Equal(t, 2, b.v.count())
+	b.check(w, 0, wire.Op{Code: wire.OpGet, Key: w.names[0]}, wire.Result{Status: wire.StatusOK, Value: "junk"}, nil)
+	require.Equal(t, 3, b.v.count())
+}
+
+// TestBulkFinalAllowsOnlyAckedOrUnknown: a key with a write of unknown
+// outcome may end with that write or the last acknowledged one, nothing
+// older; a key with no such write must end with its last write.
+func TestBulkFinalAllowsOnlyAckedOrUnknown(t *testing.T) {
+	b, w := newTestBulk()
+	put(b, w, 0, 1, wire.StatusOK)
+	put(b, w, 0, 2, wire.StatusOK)
+	put(b, w, 0, 3, wire.StatusUnknown)
+	require.True(t, w.keys[0].tainted)
+	ok := func(idx int64) wire.Result { return wire.Result{Status: wire.StatusOK, Value: b.value(w.id, idx)} }
+	b.final(w, 0, ok(2))
+	b.final(w, 0, ok(3))
+	require.Zero(t, b.v.count())
+	b.final(w, 0, ok(1)) // an overwritten value came back
+	require.Equal(t, 1, b.v.count())
+	b.final(w, 0, wire.Result{Status: wire.StatusNotFound})
+	require.Equal(t, 2, b.v.count())
+
+	put(b, w, 1, 4, wire.StatusOK)
+	b.final(w, 1, ok(4))
+	require.Equal(t, 2, b.v.count())
+	b.final(w, 1, wire.Result{Status: wire.StatusNotFound}) // lost
+	require.Equal(t, 3, b.v.count())
+}
+
+// TestCompareReplicas: replicas at different applied indexes have not
+// settled; settled replicas with different digests or key counts do not
+// converge.
+func TestCompareReplicas(t *testing.T) {
+	rep := func(applied, digest uint64) wire.ShardStatus {
+		return wire.ShardStatus{Shard: 0, Applied: applied, Digest: digest, Keys: 10}
+	}
+	settled, agree, _ := compareReplicas(map[int][]wire.ShardStatus{0: {rep(5, 1), rep(5, 1), rep(5, 1)}}, 1, 3)
+	require.True(t, settled)
+	require.True(t, agree)
+	settled, _, _ = compareReplicas(map[int][]wire.ShardStatus{0: {rep(5, 1), rep(4, 1), rep(5, 1)}}, 1, 3)
+	require.False(t, settled)
+	settled, _, _ = compareReplicas(map[int][]wire.ShardStatus{0: {rep(5, 1), rep(5, 1)}}, 1, 3)
+	require.False(t, settled)
+	settled, agree, desc := compareReplicas(map[int][]wire.ShardStatus{0: {rep(5, 1), rep(5, 2), rep(5, 1)}}, 1, 3)
+	require.True(t, settled)
+	require.False(t, agree, desc)
+}

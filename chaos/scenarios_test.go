@@ -1,0 +1,79 @@
+package chaos
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// serverBin is the kvsserver binary TestMain builds for the scenarios.
+var serverBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "batchkv-chaos-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	serverBin = filepath.Join(dir, "kvsserver")
+	if out, err := exec.Command("go", "build", "-o", serverBin, "github.com/batchkv/batchkv/cmd/kvsserver").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building kvsserver: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// shortOptions shrinks a scenario to a few seconds and a light load.
+func shortOptions(t *testing.T, name string) Options {
+	o := DefaultOptions(name)
+	o.Bin, o.Dir = serverBin, t.TempDir()
+	o.Warmup, o.Baseline, o.Fault, o.Recovery = 500*time.Millisecond, 1500*time.Millisecond, 2*time.Second, 2*time.Second
+	o.Latencies, o.Lag = []time.Duration{100 * time.Millisecond, 250 * time.Millisecond}, time.Second
+	o.Restart, o.Pause, o.Interval = time.Second, 3*time.Second, 2*time.Second
+	if name == "random" {
+		o.Fault = 6 * time.Second
+	}
+	o.Bulk = BulkConfig{Goroutines: 16, Batch: 256, Keys: 256, Reads: 0.95, ValueSize: 32, AttemptTimeout: 5 * time.Second}
+	o.Checked = CheckedConfig{Clients: 4, Keys: 50, MaxOps: 4}
+	if testing.Verbose() {
+		o.Progress = os.Stdout
+	}
+	return o
+}
+
+// TestScenariosShort runs every scenario for a few seconds. The
+// performance targets need the full durations and a quiet machine, so
+// here only the safety checks must pass: the history is linearizable,
+// no acknowledged write is lost, and the replicas converge.
+func TestScenariosShort(t *testing.T) {
+	for _, name := range ScenarioNames() {
+		t.Run(name, func(t *testing.T) {
+			o := shortOptions(t, name)
+			res, err := Run(o)
+			require.NoError(t, err)
+			safety := 0
+			for _, c := range res.Checks {
+				t.Logf("%v %s: %s (target %s)", c.Pass, c.Name, c.Got, c.Target)
+				if strings.HasPrefix(c.Name, "replicas converge") || strings.HasPrefix(c.Name, "no acknowledged write lost") ||
+					strings.HasPrefix(c.Name, "checked history is linearizable") {
+					require.True(t, c.Pass, "%s: %s", c.Name, c.Got)
+					safety++
+				}
+			}
+			require.Equal(t, 3, safety, "a safety check is missing")
+			for _, f := range []string{"summary.md", "timeline.csv", "timeline.png", "history.csv", "status.csv", "events.csv"} {
+				st, err := os.Stat(filepath.Join(o.Dir, f))
+				require.NoError(t, err)
+				require.NotZero(t, st.Size(), f)
+			}
+		})
+	}
+}
