@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -241,19 +242,10 @@ func (b *bulkLoad) final(w *bulkWorker, slot int, r wire.Result) {
 		return
 	}
 	idx, ok := index(w.id, r.Value)
-	if ok && (idx == k.acked || containsIdx(k.unknown, idx)) {
+	if ok && (idx == k.acked || slices.Contains(k.unknown, idx)) {
 		return
 	}
 	b.v.add(fmt.Sprintf("final read %s: returned %.40q; acknowledged %d, unknown %v", name, r.Value, k.acked, k.unknown))
-}
-
-func containsIdx(xs []int64, x int64) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }
 
 func cmpErr(first, err error) error {

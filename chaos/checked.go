@@ -149,7 +149,7 @@ type pinned struct {
 	shard  int
 	keys   []string
 	mu     sync.Mutex
-	acks   []time.Duration // when a write batch was acknowledged; guarded by mu
+	acks   []probeAck // write batches acknowledged; guarded by mu
 }
 
 func newPinned(server string, layout *shard.Layout, sh, nkeys int) *pinned {
@@ -220,7 +220,7 @@ func (p *pinned) run(id int, h *linz.History, seed uint64, stop <-chan struct{})
 		h.Record(pinnedClient+id, ops, results, err, call, ret)
 		if err == nil && hasAckedWrite(ops, results) {
 			p.mu.Lock()
-			p.acks = append(p.acks, time.Duration(ret))
+			p.acks = append(p.acks, probeAck{call: time.Duration(call), ret: time.Duration(ret)})
 			p.mu.Unlock()
 		}
 	}
@@ -235,16 +235,16 @@ func hasAckedWrite(ops []wire.Op, results []wire.Result) bool {
 	return false
 }
 
-// lastAckIn returns the last time in [from, to) the server acknowledged a
-// write, or false if it acknowledged none.
-func (p *pinned) lastAckIn(from, to time.Duration) (time.Duration, bool) {
+// lastAckIn returns the last time in [from, to) the server acknowledged
+// a write batch called at or after calledFrom, or false if none.
+func (p *pinned) lastAckIn(calledFrom, from, to time.Duration) (time.Duration, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var last time.Duration
 	found := false
 	for _, a := range p.acks {
-		if a >= from && a < to {
-			last, found = a, true
+		if a.call >= calledFrom && a.ret >= from && a.ret < to {
+			last, found = a.ret, true
 		}
 	}
 	return last, found

@@ -46,17 +46,30 @@ type Cluster struct {
 // StartCluster starts every server and waits until each answers.
 func StartCluster(cfg ClusterConfig) (*Cluster, error) {
 	c := &Cluster{cfg: cfg, procs: make([]*exec.Cmd, cfg.Servers), exits: make([]chan struct{}, cfg.Servers)}
+	// Hold the servers' ports until the proxies have theirs, so that no
+	// proxy takes a server's port.
+	var held []net.Listener
+	defer func() {
+		for _, ln := range held {
+			_ = ln.Close()
+		}
+	}()
 	for range cfg.Servers {
-		addr, err := freeAddr()
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return nil, err
 		}
-		c.Addrs = append(c.Addrs, addr)
+		held = append(held, ln)
+		c.Addrs = append(c.Addrs, ln.Addr().String())
 	}
 	var err error
 	if c.Links, err = NewLinks(c.Addrs); err != nil {
 		return nil, err
 	}
+	for _, ln := range held {
+		_ = ln.Close()
+	}
+	held = nil
 	for i := range c.Addrs {
 		if err := c.Start(i); err != nil {
 			c.Close()
@@ -64,16 +77,6 @@ func StartCluster(cfg ClusterConfig) (*Cluster, error) {
 		}
 	}
 	return c, nil
-}
-
-// freeAddr returns a loopback address with a port nothing listens on now.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = ln.Close() }()
-	return ln.Addr().String(), nil
 }
 
 // args returns server i's command line.

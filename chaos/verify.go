@@ -2,12 +2,14 @@ package chaos
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/anishathalye/porcupine"
 
 	"github.com/batchkv/batchkv/client"
+	"github.com/batchkv/batchkv/internal/latency"
 	"github.com/batchkv/batchkv/internal/linz"
 	"github.com/batchkv/batchkv/wire"
 )
@@ -45,11 +47,26 @@ func (r *run) throughput(w Window) float64 {
 // each fault window's throughput and latency, and elections.
 func (r *run) common() {
 	secs, _, wins := r.tl.snapshot()
+	// Windows of one label (the random scenario repeats faults) count
+	// together.
+	var labels []string
+	byLabel := map[string][]Window{}
 	for _, w := range wins {
-		h := latencies(secs, w.From, w.To)
-		r.figure(w.Label+": ops/s (median second)", "%.0f", r.throughput(w))
-		r.figure(w.Label+": batch latency p50 / p99 / p99.9 / p99.99", "%v / %v / %v / %v",
-			ms(h.Quantile(0.5)), ms(h.Quantile(0.99)), ms(h.Quantile(0.999)), ms(h.Quantile(0.9999)))
+		if _, ok := byLabel[w.Label]; !ok {
+			labels = append(labels, w.Label)
+		}
+		byLabel[w.Label] = append(byLabel[w.Label], w)
+	}
+	for _, label := range labels {
+		var h latency.Histogram
+		var ops []float64
+		for _, w := range byLabel[label] {
+			h.Merge(latencies(secs, w.From, w.To))
+			ops = append(ops, rates(secs, w.From, w.To)...)
+		}
+		r.figure(label+": bulk ops/s (median second)", "%.0f", median(ops))
+		r.figure(label+": batch latency p50 / p99 / p99.9 / p99.99 (batches)", "%v / %v / %v / %v (%d)",
+			ms(h.Quantile(0.5)), ms(h.Quantile(0.99)), ms(h.Quantile(0.999)), ms(h.Quantile(0.9999)), h.Count())
 	}
 	vs := views(r.mon.samples(), 0)
 	base, _ := r.windowOf("baseline")
@@ -150,12 +167,8 @@ func median(vs []float64) float64 {
 	if len(vs) == 0 {
 		return 0
 	}
-	s := append([]float64(nil), vs...)
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
+	s := slices.Clone(vs)
+	slices.Sort(s)
 	if len(s)%2 == 1 {
 		return s[len(s)/2]
 	}

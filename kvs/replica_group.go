@@ -62,6 +62,9 @@ type replicaGroup struct {
 	fsm       *shardFSM
 	stream    *shardStream
 	transport *raft.NetworkTransport
+	elect     *electingTransport // transport, plus elections on a dead leader
+	dial      DialFunc
+	suspect   chan struct{} // an inbound Raft connection ended
 	logs      *raftboltdb.BoltStore
 	log       *slog.Logger
 
@@ -96,7 +99,7 @@ func openGroup(gc groupConfig) (g *replicaGroup, err error) {
 	}
 	g = &replicaGroup{shard: gc.shard, self: gc.self, preferred: gc.replicas[0], replicas: gc.replicas,
 		log: gc.log.With("shard", gc.shard), notify: make(chan bool, 16),
-		observed: make(chan raft.Observation, 64), stop: make(chan struct{})}
+		observed: make(chan raft.Observation, 64), stop: make(chan struct{}), dial: gc.dial, suspect: make(chan struct{}, 1)}
 	g.fsm = newShardFSM(gc.newStore, gc.sessionTT)
 	g.logs, err = raftboltdb.New(raftboltdb.Options{Path: filepath.Join(gc.dir, "raft.db"), NoSync: gc.noSync})
 	if err != nil {
@@ -136,8 +139,10 @@ func openGroup(gc groupConfig) (g *replicaGroup, err error) {
 	if err != nil {
 		return nil, err
 	}
-	g.raft, err = raft.NewRaft(rc, g.fsm, cached, g.logs, snaps, g.transport)
+	g.elect = newElectingTransport(g.transport, g.stop)
+	g.raft, err = raft.NewRaft(rc, g.fsm, cached, g.logs, snaps, g.elect)
 	if err != nil {
+		close(g.stop)
 		_ = g.transport.Close()
 		return nil, fmt.Errorf("kvs: shard %d raft: %w", gc.shard, err)
 	}
@@ -147,6 +152,7 @@ func openGroup(gc groupConfig) (g *replicaGroup, err error) {
 			conf.Servers = append(conf.Servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(r), Address: raft.ServerAddress(r)})
 		}
 		if err := g.raft.BootstrapCluster(conf).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+			close(g.stop)
 			_ = g.raft.Shutdown().Error()
 			return nil, fmt.Errorf("kvs: shard %d bootstrap: %w", gc.shard, err)
 		}
@@ -159,9 +165,10 @@ func openGroup(gc groupConfig) (g *replicaGroup, err error) {
 		return false
 	})
 	g.raft.RegisterObserver(g.observer)
-	g.wg.Add(2)
+	g.wg.Add(3)
 	go g.watchLeadership()
 	go g.watchPeers()
+	go g.watchLeaderDeath()
 	return g, nil
 }
 

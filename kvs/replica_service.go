@@ -103,7 +103,8 @@ func (r *replication) acceptRaft(c net.Conn, sh int) error {
 	if sh < 0 || sh >= len(r.groups) || r.groups[sh] == nil {
 		return fmt.Errorf("%w: shard %d", errNoSuchShard, sh)
 	}
-	if !r.groups[sh].stream.offer(c) {
+	g := r.groups[sh]
+	if !g.stream.offer(&watchedConn{Conn: c, ended: g.suspectLeader}) {
 		return net.ErrClosed
 	}
 	return nil

@@ -128,7 +128,10 @@ func run(args []string, stdout, stderr io.Writer) (bool, error) {
 		fmt.Fprintf(stdout, "== %s: %s; results in %s\n", name, chaos.About(name), o.Dir)
 		res, err := chaos.Run(o)
 		if err != nil {
-			return false, fmt.Errorf("%s: %w", name, err)
+			allPass = false
+			failed = append(failed, name)
+			fmt.Fprintf(stdout, "verdict: FAIL %s: the run did not complete: %v\n", name, err)
+			continue
 		}
 		for _, c := range res.Checks {
 			mark := "pass"

@@ -1,0 +1,54 @@
+package kvs_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestReplicatedFastFailoverOnCrash: when a leader's process goes away
+// (its connections close and its port refuses), a follower takes over
+// well before the 800 ms heartbeat timeout could even run out.
+func TestReplicatedFastFailoverOnCrash(t *testing.T) {
+	c := newReplCluster(t, 3, 3, 1)
+	require.Eventually(t, func() bool { return c.leader(0) == 0 }, 20*time.Second, 50*time.Millisecond)
+	for trial := range 3 {
+		l := c.leader(0)
+		require.GreaterOrEqual(t, l, 0)
+		start := time.Now()
+		c.stop(l)
+		next := -1
+		require.Eventually(t, func() bool {
+			next = c.leader(0)
+			return next >= 0 && next != l
+		}, 10*time.Second, 10*time.Millisecond)
+		took := time.Since(start)
+		t.Logf("trial %d: server %d stopped, server %d leads after %v", trial, l, next, took)
+		require.Less(t, took, 700*time.Millisecond, "took as long as a heartbeat timeout")
+		c.start(l)
+		c.waitLeader(0, -1)
+	}
+}
+
+// TestReplicatedIsolatedFollowerDisruptsNothing: a follower cut off from
+// its peers (its links refuse, like a dead leader's port) reaches no
+// majority, so it does not call an election; when it returns, the shard
+// keeps its leader and term.
+func TestReplicatedIsolatedFollowerDisruptsNothing(t *testing.T) {
+	c := newReplCluster(t, 3, 3, 1)
+	require.Eventually(t, func() bool { return c.leader(0) == 0 }, 20*time.Second, 50*time.Millisecond)
+	before, err := c.status(0)
+	require.NoError(t, err)
+	c.isolate(1, true)
+	time.Sleep(3 * time.Second)
+	mid, err := c.status(1)
+	require.NoError(t, err)
+	c.isolate(1, false)
+	time.Sleep(2 * time.Second)
+	after, err := c.status(0)
+	require.NoError(t, err)
+	require.Equal(t, before.Shards[0].Term, mid.Shards[0].Term, "the cut-off follower raised its term")
+	require.Equal(t, "Leader", after.Shards[0].State)
+	require.Equal(t, before.Shards[0].Term, after.Shards[0].Term, "an election happened")
+}
