@@ -187,19 +187,6 @@ func firstNotLeader(ss []sample, sh, server int, from time.Duration) (time.Durat
 	return 0, false
 }
 
-// maxTerm returns the highest term server reported for shard sh in
-// [from, to).
-func maxTerm(ss []sample, sh, server int, from, to time.Duration) uint64 {
-	var t uint64
-	for _, s := range ss {
-		st, ok := shardOf(s, sh)
-		if s.at >= from && s.at < to && s.server == server && s.ok && ok {
-			t = max(t, st.Term)
-		}
-	}
-	return t
-}
-
 // restoresOf returns the snapshot restores server's replica of shard sh
 // reported at its last poll in [from, to).
 func restoresOf(ss []sample, sh, server int, from, to time.Duration) uint64 {
