@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -85,4 +86,20 @@ func TestCompareReplicas(t *testing.T) {
 	settled, agree, desc := compareReplicas(map[int][]wire.ShardStatus{0: {rep(5, 1), rep(5, 2), rep(5, 1)}}, 1, 3)
 	require.True(t, settled)
 	require.False(t, agree, desc)
+}
+
+// TestTermAndLeaderChanges: terms count from the last poll before the
+// window; a poll round whose highest-term server did not answer (a lower
+// maximum) is neither an election nor a wrap-around; polls with no leader
+// do not count as leader changes.
+func TestTermAndLeaderChanges(t *testing.T) {
+	s := time.Second
+	vs := []view{{at: 0, leader: 0, term: 3}, {at: 1 * s, leader: 0, term: 3}, {at: 2 * s, leader: -1, term: 2},
+		{at: 3 * s, leader: 1, term: 4}, {at: 4 * s, leader: 1, term: 4}, {at: 5 * s, leader: -1, term: 4}, {at: 6 * s, leader: 1, term: 4}}
+	require.Zero(t, termChanges(vs, 1*s, 3*s))
+	require.EqualValues(t, 1, termChanges(vs, 1*s, 4*s))
+	require.EqualValues(t, 1, termChanges(vs, 3*s, 7*s)) // the rise at 3 s, against the term before it
+	require.Zero(t, termChanges(vs, 4*s, 7*s))
+	require.Equal(t, 1, leaderChanges(vs, 0, 7*s))
+	require.Equal(t, 0, leaderChanges(vs, 3*s, 7*s))
 }

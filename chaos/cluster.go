@@ -138,11 +138,13 @@ func (c *Cluster) Pid(i int) int {
 
 // Signal sends sig to server i's process.
 func (c *Cluster) Signal(i int, sig syscall.Signal) error {
-	pid := c.Pid(i)
-	if pid == 0 {
+	c.mu.Lock()
+	cmd := c.procs[i]
+	c.mu.Unlock()
+	if cmd == nil {
 		return fmt.Errorf("chaos: server %d is down", i)
 	}
-	return syscall.Kill(pid, sig)
+	return cmd.Process.Signal(sig)
 }
 
 // Kill kills server i with SIGKILL and waits until it is gone.

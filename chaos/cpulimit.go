@@ -65,6 +65,9 @@ func (c *cgroupLimiter) dir(pid int) string {
 
 // Limit implements CPULimiter.
 func (c *cgroupLimiter) Limit(pid int, fraction float64) error {
+	if pid <= 0 {
+		return fmt.Errorf("chaos: no process to limit (pid %d)", pid)
+	}
 	prev, err := cpuCgroupOf(pid)
 	if err != nil {
 		return err
@@ -101,6 +104,11 @@ func (c *cgroupLimiter) Unlimit(pid int) error {
 		return nil
 	}
 	err := os.WriteFile(filepath.Join(c.root, prev, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644)
+	if errors.Is(err, os.ErrNotExist) {
+		// The path /proc shows is not under this mount (a container
+		// without a cgroup namespace): fall back to the mount's root.
+		err = os.WriteFile(filepath.Join(c.root, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644)
+	}
 	if errors.Is(err, syscall.ESRCH) {
 		err = nil // gone already
 	}
@@ -140,6 +148,9 @@ func (d *dutyLimiter) Name() string { return "SIGSTOP/SIGCONT duty cycle" }
 
 // Limit implements CPULimiter.
 func (d *dutyLimiter) Limit(pid int, fraction float64) error {
+	if pid <= 0 { // kill(0) would stop this process's whole group
+		return fmt.Errorf("chaos: no process to limit (pid %d)", pid)
+	}
 	if err := syscall.Kill(pid, 0); err != nil {
 		return err
 	}

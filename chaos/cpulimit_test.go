@@ -55,6 +55,7 @@ func testLimiter(t *testing.T, lim CPULimiter) {
 	free := share(t, pid, time.Second)
 	require.Greater(t, free, 0.3, "the busy process got too little CPU to compare")
 	require.NoError(t, lim.Limit(pid, 0.10))
+	t.Cleanup(func() { _ = lim.Unlimit(pid) }) // also when a check below fails
 	limited := share(t, pid, time.Second)
 	require.NoError(t, lim.Unlimit(pid))
 	time.Sleep(200 * time.Millisecond) // a throttled period runs out

@@ -97,8 +97,9 @@ func (l *Links) SetLatency(node int, d time.Duration) error {
 }
 
 // Isolate cuts every Raft link of node (on) or restores them (off). A cut
-// link closes its connections and refuses new ones, as a crashed router
-// or a firewall that rejects would, so both ends notice at once.
+// link closes its connections and refuses new ones, as a firewall that
+// rejects would, so both ends notice at once (a network that drops
+// packets silently is Mute's case).
 func (l *Links) Isolate(node int, on bool) error {
 	return l.each(node, true, true, func(p *toxiproxy.Proxy, _ bool) error {
 		if on {

@@ -1,6 +1,8 @@
 package chaos
 
 import (
+	"cmp"
+	"slices"
 	"sync"
 	"time"
 
@@ -47,8 +49,8 @@ func (m *monitor) poll() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			at := m.tl.since()
 			st, err := client.Status(addr, wire.StatusRequest{}, 2*pollEvery)
+			at := m.tl.since() // the state is at least this fresh
 			m.mu.Lock()
 			m.ss = append(m.ss, sample{at: at, server: i, ok: err == nil, shards: st.Shards})
 			m.mu.Unlock()
@@ -57,10 +59,14 @@ func (m *monitor) poll() {
 	wg.Wait()
 }
 
+// samples returns every sample so far, in time order (polls run
+// concurrently and finish out of order).
 func (m *monitor) samples() []sample {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]sample(nil), m.ss...)
+	ss := append([]sample(nil), m.ss...)
+	m.mu.Unlock()
+	slices.SortStableFunc(ss, func(a, b sample) int { return cmp.Compare(a.at, b.at) })
+	return ss
 }
 
 func shardOf(s sample, sh int) (wire.ShardStatus, bool) {
@@ -104,22 +110,26 @@ func views(ss []sample, sh int) []view {
 	return out
 }
 
-// termChanges counts how much shard sh's highest term grew in [from, to).
+// termChanges counts how far shard sh's highest term rose in [from, to)
+// above the term known just before from (or the window's first).
 func termChanges(vs []view, from, to time.Duration) uint64 {
-	var first, last uint64
+	var base, top uint64
 	for _, v := range vs {
-		if v.at < from || v.at >= to || v.term == 0 {
-			continue
+		switch {
+		case v.term == 0 || v.at >= to:
+		case v.at < from:
+			base = max(base, v.term)
+		default:
+			top = max(top, v.term)
+			if base == 0 {
+				base = v.term
+			}
 		}
-		if first == 0 {
-			first = v.term
-		}
-		last = v.term
 	}
-	if first == 0 {
+	if top <= base {
 		return 0
 	}
-	return last - first
+	return top - base
 }
 
 // leaderChanges counts the times shard sh's known leader changed in

@@ -123,6 +123,9 @@ func Run(opt Options) (*Result, error) {
 	if !ok {
 		return nil, fmt.Errorf("chaos: unknown scenario %q (want one of %v)", opt.Scenario, ScenarioNames())
 	}
+	if _, err := os.Stat(filepath.Join(opt.Dir, "data-0")); err == nil {
+		return nil, fmt.Errorf("chaos: %s already holds a run; pick a new directory", opt.Dir)
+	}
 	if err := os.MkdirAll(opt.Dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -138,6 +141,8 @@ func Run(opt Options) (*Result, error) {
 		return nil, err
 	}
 	defer r.c.Close()
+	live.add(r)
+	defer live.remove(r)
 	if r.layout, err = shard.New(r.c.Addrs, opt.Shards, opt.Servers, 0); err != nil {
 		return nil, err
 	}
@@ -156,6 +161,45 @@ func Run(opt Options) (*Result, error) {
 		return nil, err
 	}
 	return &r.res, nil
+}
+
+// live holds the runs in progress, for Abort.
+var live liveRuns
+
+type liveRuns struct {
+	mu   sync.Mutex
+	runs map[*run]bool
+}
+
+func (l *liveRuns) add(r *run) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.runs == nil {
+		l.runs = map[*run]bool{}
+	}
+	l.runs[r] = true
+}
+
+func (l *liveRuns) remove(r *run) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.runs, r)
+}
+
+// Abort ends every run in progress at once, for a harness that is
+// interrupted: it lifts the CPU limits, resumes stopped servers and stops
+// every server, so that nothing is left throttled, stopped or running.
+func Abort() {
+	live.mu.Lock()
+	defer live.mu.Unlock()
+	for r := range live.runs {
+		for i := range r.c.Addrs {
+			if pid := r.c.Pid(i); pid != 0 {
+				_ = r.cpu.Unlimit(pid)
+			}
+		}
+		r.c.Close()
+	}
 }
 
 // newClient returns a replicated client that gives up an attempt on a
@@ -255,8 +299,10 @@ func (r *run) healAll() {
 			r.logf("heal links of %d: %v", i, err)
 		}
 		if pid := r.c.Pid(i); pid != 0 {
-			_ = r.cpu.Unlimit(pid)
-			_ = syscall.Kill(pid, syscall.SIGCONT)
+			if err := r.cpu.Unlimit(pid); err != nil {
+				r.logf("lift the CPU limit of %d: %v", i, err)
+			}
+			_ = r.c.Signal(i, syscall.SIGCONT)
 			continue
 		}
 		if err := r.c.Start(i); err != nil {

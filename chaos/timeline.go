@@ -47,16 +47,14 @@ func (t *timeline) slot(at time.Duration) *second {
 	return &t.secs[s]
 }
 
-// batch records a bulk batch answered at the current time.
+// batch records a bulk batch answered (or given up) at the current time.
 func (t *timeline) batch(ops, failed int, took time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.slot(t.since())
 	s.ops += uint64(ops)
 	s.failed += uint64(failed)
-	if failed == 0 {
-		s.lat.Record(took)
-	}
+	s.lat.Record(took) // failed batches too: leaving them out would flatter the tail
 }
 
 // checkedOps records ops of the checked clients answered now.

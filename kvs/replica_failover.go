@@ -12,71 +12,46 @@ import (
 )
 
 // Fast failover after a crash. Followers normally notice a dead leader
-// when their heartbeat timeout runs out (0.8-2.4 s), and with pre-vote an
-// election succeeds only once a majority has noticed. But a crashed
-// process leaves a trace at once: the kernel closes its connections and
-// its port refuses new ones. So when an inbound Raft connection of a
-// shard ends, its follower dials the leader; if the dial is refused and
-// the follower can still reach a majority with its other peers, the
-// leader is gone, and the follower calls an election at once, as a
-// leadership transfer would (raft's TimeoutNow, which voters grant
-// although they have not timed out yet). Followers wait their turn (300 ms
-// per reachable replica ahead of them in the shard's order), so they do
-// not split the vote.
+// when their heartbeat timeout runs out (0.8-1.6 s after the last contact,
+// checked at random times, so up to about 2.4 s), and with pre-vote an
+// election succeeds only once a majority has noticed. But a crashed process
+// leaves a trace at once: the kernel closes its connections and its port
+// refuses new ones. So when an inbound Raft connection of a shard ends, its
+// follower checks:
+//
+//   - the leader's port refuses a connection (or a proxy in front of it
+//     accepts and closes it at once),
+//   - the follower still reaches a majority with its other peers,
+//   - and the leader has sent nothing since the connection ended, for two
+//     heartbeat intervals.
+//
+// Then the follower calls an election at once, as a leadership transfer
+// does: it sends its own Raft node a TimeoutNow request, which makes it a
+// candidate whose vote requests are granted although the voters' timeouts
+// have not run out. Followers wait their turn (300 ms per reachable replica
+// ahead of them in the shard's order) so they do not split the vote; a
+// follower that hears from a new leader meanwhile stands down. Only who
+// starts an election, and when, changes: votes still need a majority and
+// an up-to-date log, and reads still need a barrier in the leader's term.
 //
 // A leader that is paused, or cut off by a network that drops packets,
-// refuses nothing, and the timeouts apply as before. (A proxy in front
-// of a dead server accepts the dial and closes it at once; that counts as
-// refused too.) A follower that is
-// itself cut off cannot reach a majority and does nothing, so it cannot
-// inflate its term and disrupt the shard when it returns.
+// refuses nothing, and the timeouts apply as before. A follower that is
+// itself cut off reaches no majority and does nothing, so it cannot raise
+// its term and disrupt the shard when it returns.
 
-// failoverStagger is how long each follower waits per reachable replica
-// ahead of it before calling the election.
-const failoverStagger = 300 * time.Millisecond
-
-// probeTimeout bounds each dial of the liveness check.
-const probeTimeout = 200 * time.Millisecond
-
-// electingTransport is raft's network transport with one addition: the
-// replica can hand its own Raft node a TimeoutNow request.
-type electingTransport struct {
-	*raft.NetworkTransport
-	rpcs chan raft.RPC
-	stop chan struct{}
-}
-
-func newElectingTransport(t *raft.NetworkTransport, stop chan struct{}) *electingTransport {
-	e := &electingTransport{NetworkTransport: t, rpcs: make(chan raft.RPC), stop: stop}
-	go func() {
-		for {
-			select {
-			case rpc := <-t.Consumer():
-				select {
-				case e.rpcs <- rpc:
-				case <-stop:
-					return
-				}
-			case <-stop:
-				return
-			}
-		}
-	}()
-	return e
-}
-
-// Consumer implements raft.Transport.
-func (e *electingTransport) Consumer() <-chan raft.RPC { return e.rpcs }
-
-// timeoutNow makes the local Raft node start an election now.
-func (e *electingTransport) timeoutNow(self string) {
-	req := &raft.TimeoutNowRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax,
-		ID: []byte(self), Addr: []byte(self)}}
-	select {
-	case e.rpcs <- raft.RPC{Command: req, RespChan: make(chan raft.RPCResponse, 1)}:
-	case <-e.stop:
-	}
-}
+const (
+	// failoverStagger is how long each follower waits per reachable
+	// replica ahead of it before calling the election.
+	failoverStagger = 300 * time.Millisecond
+	// probeTimeout bounds each dial of the liveness check.
+	probeTimeout = 200 * time.Millisecond
+	// probeHold is how long a probe's connection must stay open for the
+	// peer to count as alive. A proxy in front of a dead server (toxiproxy
+	// in the fault experiments) accepts and then closes the connection
+	// when it cannot reach the server; a live server waits for the
+	// protocol preamble.
+	probeHold = 100 * time.Millisecond
+)
 
 // watchedConn is an inbound Raft connection that reports when it ends.
 type watchedConn struct {
@@ -111,34 +86,42 @@ func (g *replicaGroup) watchLeaderDeath() {
 			return
 		case <-g.suspect:
 		}
-		wait, ok := g.leaderDead()
+		since := time.Now()
+		dead, wait, ok := g.leaderDead()
 		if !ok {
 			continue
 		}
-		dead, _ := g.raft.LeaderWithID()
+		// Wait our turn, and at least two heartbeat intervals from the
+		// suspicion, so that a live leader (or a new one) is heard from.
+		wait = max(wait, time.Until(since.Add(g.heartbeat/5)))
 		select {
 		case <-g.stop:
 			return
 		case <-time.After(wait):
 		}
-		if l, _ := g.raft.LeaderWithID(); g.raft.State() != raft.Follower || (l != "" && l != dead) {
-			continue // someone else took over meanwhile
+		if g.raft.State() != raft.Follower || g.raft.LastContact().After(since) {
+			continue
+		}
+		if l, _ := g.raft.LeaderWithID(); l != "" && l != dead {
+			continue
 		}
 		g.log.Warn("leader's port refuses connections: calling an election now", "leader", string(dead))
-		g.elect.timeoutNow(g.self)
+		var resp raft.TimeoutNowResponse
+		req := raft.TimeoutNowRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax,
+			ID: []byte(g.self), Addr: []byte(g.self)}}
+		if err := g.transport.TimeoutNow(raft.ServerID(g.self), raft.ServerAddress(g.self), &req, &resp); err != nil {
+			g.log.Warn("could not call the election", "err", err)
+		}
 	}
 }
 
-// leaderDead says whether this follower's leader refuses connections
-// while a majority of the replicas can still be reached, and if so how
-// long this follower waits for its turn.
-func (g *replicaGroup) leaderDead() (time.Duration, bool) {
+// leaderDead returns this follower's leader if its port refuses
+// connections while a majority of the replicas can still be reached, and
+// how long this follower waits for its turn.
+func (g *replicaGroup) leaderDead() (raft.ServerAddress, time.Duration, bool) {
 	leader, _ := g.raft.LeaderWithID()
-	if g.raft.State() != raft.Follower || leader == "" {
-		return 0, false
-	}
-	if g.probe(string(leader)) != peerGone {
-		return 0, false
+	if g.raft.State() != raft.Follower || leader == "" || g.probe(string(leader)) != peerGone {
+		return "", 0, false
 	}
 	reachable, ahead := 1, 0 // this replica, and reachable replicas before it
 	for _, r := range g.replicas {
@@ -153,9 +136,9 @@ func (g *replicaGroup) leaderDead() (time.Duration, bool) {
 		}
 	}
 	if reachable <= len(g.replicas)/2 {
-		return 0, false
+		return "", 0, false
 	}
-	return time.Duration(ahead) * failoverStagger, true
+	return leader, time.Duration(ahead) * failoverStagger, true
 }
 
 // peerState is what a probe learned of a peer.
@@ -166,12 +149,6 @@ const (
 	peerAlive                    // accepted a connection and kept it open
 	peerGone                     // refused, or accepted and closed at once
 )
-
-// probeHold is how long a probe's connection must stay open for the peer
-// to count as alive. A proxy in front of a dead server (toxiproxy in the
-// fault experiments) accepts and then closes the connection when it
-// cannot reach the server; a live server waits for the protocol preamble.
-const probeHold = 100 * time.Millisecond
 
 // probe dials addr and tells whether a server is there.
 func (g *replicaGroup) probe(addr string) peerState {

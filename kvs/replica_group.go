@@ -38,8 +38,9 @@ type RaftTiming struct {
 // DefaultRaftTiming returns the timing the servers run with; README
 // "Replication" explains the choice. With 250 ms of added one-way latency
 // on the leader's links, a heartbeat round trip takes 500 ms plus the
-// 80-160 ms heartbeat interval, under the 800 ms a follower waits; a killed
-// leader's followers call an election 0.8-2.4 s later.
+// 80-160 ms heartbeat interval, under the 800 ms a follower waits. A
+// killed leader is replaced at once (replica_failover.go); a silent one
+// after the followers' timeouts, 0.8-2.4 s.
 func DefaultRaftTiming() RaftTiming {
 	return RaftTiming{
 		HeartbeatTimeout:   800 * time.Millisecond,
@@ -62,8 +63,8 @@ type replicaGroup struct {
 	fsm       *shardFSM
 	stream    *shardStream
 	transport *raft.NetworkTransport
-	elect     *electingTransport // transport, plus elections on a dead leader
 	dial      DialFunc
+	heartbeat time.Duration // the heartbeat timeout
 	suspect   chan struct{} // an inbound Raft connection ended
 	logs      *raftboltdb.BoltStore
 	log       *slog.Logger
@@ -99,7 +100,7 @@ func openGroup(gc groupConfig) (g *replicaGroup, err error) {
 	}
 	g = &replicaGroup{shard: gc.shard, self: gc.self, preferred: gc.replicas[0], replicas: gc.replicas,
 		log: gc.log.With("shard", gc.shard), notify: make(chan bool, 16),
-		observed: make(chan raft.Observation, 64), stop: make(chan struct{}), dial: gc.dial, suspect: make(chan struct{}, 1)}
+		observed: make(chan raft.Observation, 64), stop: make(chan struct{}), dial: gc.dial, heartbeat: gc.timing.HeartbeatTimeout, suspect: make(chan struct{}, 1)}
 	g.fsm = newShardFSM(gc.newStore, gc.sessionTT)
 	g.logs, err = raftboltdb.New(raftboltdb.Options{Path: filepath.Join(gc.dir, "raft.db"), NoSync: gc.noSync})
 	if err != nil {
@@ -139,10 +140,8 @@ func openGroup(gc groupConfig) (g *replicaGroup, err error) {
 	if err != nil {
 		return nil, err
 	}
-	g.elect = newElectingTransport(g.transport, g.stop)
-	g.raft, err = raft.NewRaft(rc, g.fsm, cached, g.logs, snaps, g.elect)
+	g.raft, err = raft.NewRaft(rc, g.fsm, cached, g.logs, snaps, g.transport)
 	if err != nil {
-		close(g.stop)
 		_ = g.transport.Close()
 		return nil, fmt.Errorf("kvs: shard %d raft: %w", gc.shard, err)
 	}
@@ -152,7 +151,6 @@ func openGroup(gc groupConfig) (g *replicaGroup, err error) {
 			conf.Servers = append(conf.Servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(r), Address: raft.ServerAddress(r)})
 		}
 		if err := g.raft.BootstrapCluster(conf).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
-			close(g.stop)
 			_ = g.raft.Shutdown().Error()
 			return nil, fmt.Errorf("kvs: shard %d bootstrap: %w", gc.shard, err)
 		}
@@ -185,7 +183,7 @@ func (g *replicaGroup) watchLeadership() {
 				continue
 			}
 			term := g.raft.CurrentTerm()
-			if err := g.raft.Barrier(10 * time.Second).Error(); err != nil {
+			if err := g.await(g.raft.Barrier(10 * time.Second)); err != nil {
 				continue
 			}
 			if g.raft.CurrentTerm() == term && g.raft.State() == raft.Leader {
@@ -271,7 +269,7 @@ func (g *replicaGroup) readBarrier() error {
 	if g.raft.State() != raft.Leader || g.readyTerm.Load() != term {
 		return errNotLeader
 	}
-	if err := g.raft.Barrier(replicaApplyTimeout).Error(); err != nil || g.raft.CurrentTerm() != term {
+	if err := g.await(g.raft.Barrier(replicaApplyTimeout)); err != nil || g.raft.CurrentTerm() != term {
 		return errNotLeader
 	}
 	return nil
@@ -282,7 +280,7 @@ func (g *replicaGroup) readBarrier() error {
 // appended, and another error when its fate is unknown.
 func (g *replicaGroup) write(entry []byte, timeout time.Duration) (applyResult, error) {
 	f := g.raft.Apply(entry, timeout)
-	if err := f.Error(); err != nil {
+	if err := g.await(f); err != nil {
 		switch {
 		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrEnqueueTimeout),
 			errors.Is(err, raft.ErrLeadershipTransferInProgress):
@@ -292,6 +290,20 @@ func (g *replicaGroup) write(entry []byte, timeout time.Duration) (applyResult, 
 	}
 	res, _ := f.Response().(applyResult)
 	return res, res.err
+}
+
+// await waits for a Raft future, or until the replica closes: raft never
+// answers a future still queued in its apply channel when it shuts down,
+// and a request waiting on one would hold up the server's shutdown.
+func (g *replicaGroup) await(f raft.Future) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-g.stop:
+		return raft.ErrRaftShutdown
+	}
 }
 
 // status reports the replica's view of its shard, with the content digest
