@@ -30,8 +30,14 @@ const (
 	finalClient  = 3000 // the final reads
 )
 
-// checkedKey names checked key i.
-func checkedKey(i int) string { return fmt.Sprintf("c%04d", i) }
+// checkedKeys names the n checked keys.
+func checkedKeys(n int) []string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("c%04d", i)
+	}
+	return keys
+}
 
 // randomBatch returns batch b of client id: 1 to maxOps ops over keys,
 // half gets, 40% puts, 10% deletes. Put values are unique, so a read
@@ -54,10 +60,7 @@ func randomBatch(rng *rand.Rand, id, b int, keys []string, maxOps int) []wire.Op
 
 // runChecked runs the checked clients until stop is closed.
 func runChecked(cfg CheckedConfig, cl *client.Client, h *linz.History, tl *timeline, seed uint64, stop <-chan struct{}) {
-	keys := make([]string, cfg.Keys)
-	for i := range keys {
-		keys[i] = checkedKey(i)
-	}
+	keys := checkedKeys(cfg.Keys)
 	var wg sync.WaitGroup
 	for id := range cfg.Clients {
 		wg.Add(1)
@@ -90,11 +93,50 @@ func runChecked(cfg CheckedConfig, cl *client.Client, h *linz.History, tl *timel
 // failovers: the first write called after a fault that succeeds.
 type probe struct {
 	key  string
-	mu   sync.Mutex
-	acks []probeAck // guarded by mu
+	acks ackLog
 }
 
-type probeAck struct{ call, ret time.Duration }
+// ackLog remembers when acknowledged writes were called and answered.
+type ackLog struct {
+	mu   sync.Mutex
+	acks []ack // guarded by mu
+}
+
+type ack struct{ call, ret time.Duration }
+
+func (l *ackLog) add(call, ret int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.acks = append(l.acks, ack{call: time.Duration(call), ret: time.Duration(ret)})
+}
+
+// firstAckAfter returns how long after t the first write called at or
+// after t was acknowledged, or false if none was.
+func (l *ackLog) firstAckAfter(t time.Duration) (time.Duration, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, a := range l.acks {
+		if a.call >= t {
+			return a.ret - t, true
+		}
+	}
+	return 0, false
+}
+
+// lastAckIn returns the last time in [from, to) a write called at or
+// after calledFrom was acknowledged, or false if none was.
+func (l *ackLog) lastAckIn(calledFrom, from, to time.Duration) (time.Duration, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var last time.Duration
+	found := false
+	for _, a := range l.acks {
+		if a.call >= calledFrom && a.ret >= from && a.ret < to {
+			last, found = a.ret, true
+		}
+	}
+	return last, found
+}
 
 func newProbe(layout *shard.Layout, sh int) *probe {
 	for i := 0; ; i++ {
@@ -119,24 +161,9 @@ func (p *probe) run(cl *client.Client, h *linz.History, stop <-chan struct{}) {
 		cancel()
 		h.Record(probeClient, ops, res, err, call, ret)
 		if err == nil && res[0].Status.Applied() {
-			p.mu.Lock()
-			p.acks = append(p.acks, probeAck{call: time.Duration(call), ret: time.Duration(ret)})
-			p.mu.Unlock()
+			p.acks.add(call, ret)
 		}
 	}
-}
-
-// firstAckAfter returns how long after t the first write called at or
-// after t was acknowledged, or false if none was.
-func (p *probe) firstAckAfter(t time.Duration) (time.Duration, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, a := range p.acks {
-		if a.call >= t {
-			return a.ret - t, true
-		}
-	}
-	return 0, false
 }
 
 // pinned sends checked batches for one shard to one server only, with a
@@ -148,14 +175,13 @@ type pinned struct {
 	layout *shard.Layout
 	shard  int
 	keys   []string
-	mu     sync.Mutex
-	acks   []probeAck // write batches acknowledged; guarded by mu
+	acks   ackLog // write batches acknowledged
 }
 
 func newPinned(server string, layout *shard.Layout, sh, nkeys int) *pinned {
 	p := &pinned{server: server, layout: layout, shard: sh}
-	for i := range nkeys {
-		if k := checkedKey(i); layout.Shard(k) == sh {
+	for _, k := range checkedKeys(nkeys) {
+		if layout.Shard(k) == sh {
 			p.keys = append(p.keys, k)
 		}
 	}
@@ -219,9 +245,7 @@ func (p *pinned) run(id int, h *linz.History, seed uint64, stop <-chan struct{})
 		}
 		h.Record(pinnedClient+id, ops, results, err, call, ret)
 		if err == nil && hasAckedWrite(ops, results) {
-			p.mu.Lock()
-			p.acks = append(p.acks, probeAck{call: time.Duration(call), ret: time.Duration(ret)})
-			p.mu.Unlock()
+			p.acks.add(call, ret)
 		}
 	}
 }
@@ -233,19 +257,4 @@ func hasAckedWrite(ops []wire.Op, results []wire.Result) bool {
 		}
 	}
 	return false
-}
-
-// lastAckIn returns the last time in [from, to) the server acknowledged
-// a write batch called at or after calledFrom, or false if none.
-func (p *pinned) lastAckIn(calledFrom, from, to time.Duration) (time.Duration, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var last time.Duration
-	found := false
-	for _, a := range p.acks {
-		if a.call >= calledFrom && a.ret >= from && a.ret < to {
-			last, found = a.ret, true
-		}
-	}
-	return last, found
 }

@@ -357,11 +357,7 @@ func (r *run) finalReads(bulk *bulkLoad) {
 	if err != nil {
 		r.v.add(err.Error())
 	}
-	keys := make([]string, r.opt.Checked.Keys)
-	for i := range keys {
-		keys[i] = checkedKey(i)
-	}
-	keys = append(keys, r.probe.key)
+	keys := append(checkedKeys(r.opt.Checked.Keys), r.probe.key)
 	for _, k := range keys {
 		ops := finalGet(k)
 		call := r.h.Now()

@@ -51,6 +51,14 @@ func (r *run) mustLeader() (int, error) {
 // follower returns a replica of shard 0 other than leader l.
 func (r *run) follower(l int) int { return (max(l, 0) + 1) % r.opt.Servers }
 
+// orNever renders a measured duration, or "never" when there is none.
+func orNever(d time.Duration, ok bool) string {
+	if !ok {
+		return "never"
+	}
+	return d.Round(time.Millisecond).String()
+}
+
 func pct(x float64) string { return fmt.Sprintf("%.0f%%", 100*x) }
 
 // ratioCheck records a check that a window's throughput is at least min
@@ -144,10 +152,7 @@ func slowNetwork(r *run) (func(), error) {
 			return
 		}
 		d, ok := caughtUp(ss, vs, 0, f, contAt)
-		got := "never"
-		if ok {
-			got = d.Round(time.Millisecond).String()
-		}
+		got := orNever(d, ok)
 		r.check(fmt.Sprintf("follower %d, stopped %v, is current again after SIGCONT", f, r.opt.Lag), "catches up", got, ok)
 		after := restoresOf(ss, 0, f, contAt, r.tl.since())
 		r.figure("lagging follower caught up through a snapshot", "%v (snapshots restored: %d)", after > restoresBefore, after-restoresBefore)
@@ -169,7 +174,7 @@ func (r *run) crash(n int, role string) (killAt, startAt time.Duration, err erro
 // failoverCheck records how long after t the probe's first write called
 // after t was acknowledged.
 func (r *run) failoverCheck(name string, t time.Duration) {
-	d, ok := r.probe.firstAckAfter(t)
+	d, ok := r.probe.acks.firstAckAfter(t)
 	got := "no write acknowledged"
 	if ok {
 		got = d.Round(time.Millisecond).String()
@@ -201,10 +206,7 @@ func crashFollower(r *run) (func(), error) {
 		r.ratioCheck("throughput while a follower is down and rejoins", w, 0.9)
 		ss := r.mon.samples()
 		d, ok := caughtUp(ss, views(ss, 0), 0, f, startAt)
-		got := "never"
-		if ok {
-			got = d.Round(time.Millisecond).String()
-		}
+		got := orNever(d, ok)
 		r.check("restarted follower is current", "≤ 10s after the restart", got, ok && d <= 10*time.Second)
 	}, err
 }
@@ -230,7 +232,7 @@ func (r *run) cutOff(label string, cut, heal func(n int) error) (func(), error) 
 		// It cannot commit without its peers, so it must acknowledge no
 		// write called after the cut (a stronger check than "within its
 		// lease"); one called before may have committed before it.
-		last, acked := r.pins[l].lastAckIn(from, from, to)
+		last, acked := r.pins[l].acks.lastAckIn(from, from, to)
 		got := "none"
 		if acked {
 			got = fmt.Sprintf("one at +%v", (last - from).Round(time.Millisecond))
@@ -242,7 +244,7 @@ func (r *run) cutOff(label string, cut, heal func(n int) error) (func(), error) 
 		r.failoverCheck(label+": a new leader serves writes", from)
 		// From the heal, or from the failover if it ended later.
 		settled := to
-		if d, ok := r.probe.firstAckAfter(from); ok {
+		if d, ok := r.probe.acks.firstAckAfter(from); ok {
 			settled = max(settled, from+d)
 		}
 		tc := termChanges(views(r.mon.samples(), 0), settled, settled+4*time.Second)
@@ -279,7 +281,10 @@ func pause(r *run) (func(), error) {
 	err = r.c.Signal(l, syscall.SIGCONT)
 	r.tl.window(from, contAt, "leader paused")
 	return func() {
-		r.failoverCheck("a new leader serves writes", from)
+		// The issue sets no failover target for a pause: report it.
+		if d, ok := r.probe.acks.firstAckAfter(from); ok {
+			r.figure("a new leader serves writes", "%v after SIGSTOP", d.Round(time.Millisecond))
+		}
 		if tc := termChanges(views(r.mon.samples(), 0), from, contAt); tc == 0 {
 			r.check("an election during the pause", "a new term", "none: the pause was too short", false)
 			return
@@ -293,7 +298,7 @@ func pause(r *run) (func(), error) {
 		// A write called before the pause may have committed before it and
 		// be answered after it; one called during the pause reached a
 		// leader that had been replaced, and must not be acknowledged by it.
-		last, acked := r.pins[l].lastAckIn(from, contAt, contAt+down)
+		last, acked := r.pins[l].acks.lastAckIn(from, contAt, contAt+down)
 		got := "none"
 		if acked {
 			got = fmt.Sprintf("a write at +%v", (last - contAt).Round(time.Millisecond))
