@@ -17,15 +17,17 @@ import (
 // embedded in this process. Faults on a node act on every link that starts
 // or ends at it; client traffic does not go through the proxies.
 type Links struct {
-	p [][]*toxiproxy.Proxy // p[i][i] is nil
+	p    [][]*toxiproxy.Proxy // p[i][i] is nil
+	addr [][]string           // p[i][j]'s listen address, read once: a proxy rewrites its field when restarted
 }
 
 // NewLinks starts a proxy for every ordered pair of addrs.
 func NewLinks(addrs []string) (*Links, error) {
 	api := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
-	l := &Links{p: make([][]*toxiproxy.Proxy, len(addrs))}
+	l := &Links{p: make([][]*toxiproxy.Proxy, len(addrs)), addr: make([][]string, len(addrs))}
 	for i := range addrs {
 		l.p[i] = make([]*toxiproxy.Proxy, len(addrs))
+		l.addr[i] = make([]string, len(addrs))
 		for j := range addrs {
 			if i == j {
 				continue
@@ -36,6 +38,7 @@ func NewLinks(addrs []string) (*Links, error) {
 				return nil, fmt.Errorf("chaos: proxy %d->%d: %w", i, j, err)
 			}
 			l.p[i][j] = p
+			l.addr[i][j] = p.Listen
 		}
 	}
 	return l, nil
@@ -46,14 +49,14 @@ func (l *Links) Via(i int, addrs []string) string {
 	var pairs []string
 	for j, a := range addrs {
 		if j != i {
-			pairs = append(pairs, a+"="+l.p[i][j].Listen)
+			pairs = append(pairs, a+"="+l.addr[i][j])
 		}
 	}
 	return strings.Join(pairs, ",")
 }
 
-// Proxy returns the proxy of the link from i to j (for tests).
-func (l *Links) Proxy(i, j int) *toxiproxy.Proxy { return l.p[i][j] }
+// Addr returns the address of the link from i to j.
+func (l *Links) Addr(i, j int) string { return l.addr[i][j] }
 
 // each calls f on every link that starts at node (out) or ends at it (in).
 func (l *Links) each(node int, out, in bool, f func(p *toxiproxy.Proxy, fromNode bool) error) error {

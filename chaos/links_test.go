@@ -58,7 +58,7 @@ func newTestLinks(t *testing.T) *Links {
 // dialGreeted dials through p(i, j) and reads the greeting.
 func dialGreeted(t *testing.T, l *Links, i, j int) (net.Conn, *bufio.Reader) {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", l.Proxy(i, j).Listen, time.Second)
+	c, err := net.DialTimeout("tcp", l.Addr(i, j), time.Second)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	r := bufio.NewReader(c)
@@ -115,7 +115,7 @@ func TestIsolateClosesConnections(t *testing.T) {
 	var ne net.Error
 	require.False(t, errors.As(err, &ne) && ne.Timeout(), "the connection went silent instead of closing: %v", err)
 	require.Less(t, time.Since(start), time.Second)
-	_, err = net.DialTimeout("tcp", l.Proxy(0, 1).Listen, time.Second)
+	_, err = net.DialTimeout("tcp", l.Addr(0, 1), time.Second)
 	require.True(t, errors.Is(err, syscall.ECONNREFUSED), "dial to a cut link: %v", err)
 	require.NoError(t, l.Isolate(0, false))
 	c, r = dialGreeted(t, l, 0, 1)
@@ -136,7 +136,7 @@ func TestMuteDropsOnlyWhatTheNodeSends(t *testing.T) {
 	_, err = r.ReadString('\n')
 	require.ErrorIs(t, err, os.ErrDeadlineExceeded, "node 0's bytes got through")
 
-	c2, err := net.DialTimeout("tcp", l.Proxy(1, 0).Listen, time.Second)
+	c2, err := net.DialTimeout("tcp", l.Addr(1, 0), time.Second)
 	require.NoError(t, err)
 	defer func() { _ = c2.Close() }()
 	require.NoError(t, c2.SetReadDeadline(time.Now().Add(500*time.Millisecond)))

@@ -32,6 +32,7 @@ type replCluster struct {
 	shards  int
 	rf      int
 	links   [][]*toxiproxy.Proxy
+	via     [][]string // links' listen addresses, read once: a proxy rewrites its field when restarted
 	mu      sync.Mutex
 	servers []*kvs.Server // nil while stopped
 	stale   bool          // plant the stale-read bug in every server
@@ -58,8 +59,10 @@ func newReplCluster(t *testing.T, n, rf, shards int, opts ...func(*replCluster))
 	}
 	api := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
 	c.links = make([][]*toxiproxy.Proxy, n)
+	c.via = make([][]string, n)
 	for i := range n {
 		c.links[i] = make([]*toxiproxy.Proxy, n)
+		c.via[i] = make([]string, n)
 		for j := range n {
 			if i == j {
 				continue
@@ -67,6 +70,7 @@ func newReplCluster(t *testing.T, n, rf, shards int, opts ...func(*replCluster))
 			p := toxiproxy.NewProxy(api, fmt.Sprintf("raft-%d-%d", i, j), "127.0.0.1:0", c.addrs[j])
 			require.NoError(t, p.Start())
 			c.links[i][j] = p
+			c.via[i][j] = p.Listen
 		}
 	}
 	t.Cleanup(func() {
@@ -91,8 +95,8 @@ func newReplCluster(t *testing.T, n, rf, shards int, opts ...func(*replCluster))
 func (c *replCluster) dialFor(i int) kvs.DialFunc {
 	return func(addr string, timeout time.Duration) (net.Conn, error) {
 		for j, a := range c.addrs {
-			if a == addr && c.links[i][j] != nil {
-				addr = c.links[i][j].Listen
+			if a == addr && c.via[i][j] != "" {
+				addr = c.via[i][j]
 			}
 		}
 		return net.DialTimeout("tcp", addr, timeout)
