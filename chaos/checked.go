@@ -39,25 +39,6 @@ func checkedKeys(n int) []string {
 	return keys
 }
 
-// randomBatch returns batch b of client id: 1 to maxOps ops over keys,
-// half gets, 40% puts, 10% deletes. Put values are unique, so a read
-// tells which write it saw.
-func randomBatch(rng *rand.Rand, id, b int, keys []string, maxOps int) []wire.Op {
-	ops := make([]wire.Op, 1+rng.IntN(maxOps))
-	for i := range ops {
-		key := keys[rng.IntN(len(keys))]
-		switch p := rng.IntN(10); {
-		case p < 5:
-			ops[i] = wire.Op{Code: wire.OpGet, Key: key}
-		case p < 9:
-			ops[i] = wire.Op{Code: wire.OpPut, Key: key, Value: fmt.Sprintf("c%d-b%d-o%d", id, b, i)}
-		default:
-			ops[i] = wire.Op{Code: wire.OpDelete, Key: key}
-		}
-	}
-	return ops
-}
-
 // runChecked runs the checked clients until stop is closed.
 func runChecked(cfg CheckedConfig, cl *client.Client, h *linz.History, tl *timeline, seed uint64, stop <-chan struct{}) {
 	keys := checkedKeys(cfg.Keys)
@@ -73,7 +54,7 @@ func runChecked(cfg CheckedConfig, cl *client.Client, h *linz.History, tl *timel
 					return
 				default:
 				}
-				ops := randomBatch(rng, id, b, keys, cfg.MaxOps)
+				ops := linz.RandomBatch(rng, id, b, keys, cfg.MaxOps)
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				call := h.Now()
 				res, err := cl.Do(ctx, ops)
@@ -218,7 +199,7 @@ func (p *pinned) run(id int, h *linz.History, seed uint64, stop <-chan struct{})
 			}
 			rc = rpc.NewClientWithCodec(cc)
 		}
-		ops := randomBatch(rng, id, b, p.keys, 3)
+		ops := linz.RandomBatch(rng, id, b, p.keys, 3)
 		args := wire.BatchArgs{RingID: p.layout.ID(), Shard: uint32(p.shard), Session: session, Seq: uint64(b + 1), Ops: ops}
 		var reply wire.BatchReply
 		call := h.Now()

@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/batchkv/batchkv/client"
 	"github.com/batchkv/batchkv/internal/latency"
 	"github.com/batchkv/batchkv/internal/linz"
+	"github.com/batchkv/batchkv/internal/runlog"
 	"github.com/batchkv/batchkv/wire"
 )
 
@@ -40,7 +40,7 @@ func (r *run) windowOf(label string) (Window, bool) {
 // throughput returns the median bulk ops/s over w's whole seconds.
 func (r *run) throughput(w Window) float64 {
 	secs, _, _ := r.tl.snapshot()
-	return median(rates(secs, w.From, w.To))
+	return runlog.Median(rates(secs, w.From, w.To))
 }
 
 // common records the figures every scenario reports: the baseline's and
@@ -64,7 +64,7 @@ func (r *run) common() {
 			h.Merge(latencies(secs, w.From, w.To))
 			ops = append(ops, rates(secs, w.From, w.To)...)
 		}
-		r.figure(label+": bulk ops/s (median second)", "%.0f", median(ops))
+		r.figure(label+": bulk ops/s (median second)", "%.0f", runlog.Median(ops))
 		r.figure(label+": batch latency p50 / p99 / p99.9 / p99.99 (batches)", "%v / %v / %v / %v (%d)",
 			ms(h.Quantile(0.5)), ms(h.Quantile(0.99)), ms(h.Quantile(0.999)), ms(h.Quantile(0.9999)), h.Count())
 	}
@@ -161,16 +161,4 @@ func compareReplicas(byShard map[int][]wire.ShardStatus, shards, rf int) (settle
 
 func ms(d time.Duration) string {
 	return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
-}
-
-func median(vs []float64) float64 {
-	if len(vs) == 0 {
-		return 0
-	}
-	s := slices.Clone(vs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

@@ -15,7 +15,6 @@ import (
 
 	"github.com/batchkv/batchkv/internal/linz"
 	"github.com/batchkv/batchkv/kvs"
-	"github.com/batchkv/batchkv/wire"
 )
 
 type linWorkload struct {
@@ -37,6 +36,7 @@ func (w *linWorkload) run(t *testing.T) []porcupine.Operation {
 	t.Logf("seed %d", w.seed)
 	c := newTestCluster(t, w.servers, clusterOptions{store: w.store, wrap: w.wrap})
 	h := linz.NewHistory()
+	keys := keyNames(w.keys)
 	var wg sync.WaitGroup
 	for id := range w.clients {
 		cl := c.client(t)
@@ -48,7 +48,7 @@ func (w *linWorkload) run(t *testing.T) []porcupine.Operation {
 		go func() {
 			defer wg.Done()
 			for b := range w.batches {
-				ops := randomBatch(rng, id, b, w.keys, w.maxBatchOps)
+				ops := linz.RandomBatch(rng, id, b, keys, w.maxBatchOps)
 				call := h.Now()
 				res, err := cl.Do(t.Context(), ops)
 				ret := h.Now()
@@ -64,23 +64,13 @@ func (w *linWorkload) run(t *testing.T) []porcupine.Operation {
 	return h.Ops()
 }
 
-// randomBatch returns batch b of client id: 1 to maxOps ops over keys
-// key0..key{keys-1}, half gets, 40% puts and 10% deletes. Put values are
-// unique, so every read identifies the write it saw.
-func randomBatch(rng *rand.Rand, id, b, keys, maxOps int) []wire.Op {
-	ops := make([]wire.Op, 1+rng.IntN(maxOps))
-	for i := range ops {
-		key := fmt.Sprintf("key%d", rng.IntN(keys))
-		switch p := rng.IntN(10); {
-		case p < 5:
-			ops[i] = wire.Op{Code: wire.OpGet, Key: key}
-		case p < 9:
-			ops[i] = wire.Op{Code: wire.OpPut, Key: key, Value: fmt.Sprintf("c%d-b%d-o%d", id, b, i)}
-		default:
-			ops[i] = wire.Op{Code: wire.OpDelete, Key: key}
-		}
+// keyNames returns key0..key{n-1}.
+func keyNames(n int) []string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("key%d", i)
 	}
-	return ops
+	return keys
 }
 
 // check runs porcupine over a history; on a violation it writes the

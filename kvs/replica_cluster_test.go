@@ -46,11 +46,14 @@ func newReplCluster(t *testing.T, n, rf, shards int, opts ...func(*replCluster))
 	for _, o := range opts {
 		o(c)
 	}
+	// The servers' ports stay taken until the proxies have theirs, or a
+	// proxy could be given a server's port.
+	var held []net.Listener
 	for range n {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
+		held = append(held, ln)
 		c.addrs = append(c.addrs, ln.Addr().String())
-		require.NoError(t, ln.Close())
 		c.dirs = append(c.dirs, t.TempDir())
 	}
 	c.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -72,6 +75,9 @@ func newReplCluster(t *testing.T, n, rf, shards int, opts ...func(*replCluster))
 			c.links[i][j] = p
 			c.via[i][j] = p.Listen
 		}
+	}
+	for _, ln := range held {
+		require.NoError(t, ln.Close())
 	}
 	t.Cleanup(func() {
 		for i := range c.servers {

@@ -38,6 +38,7 @@ func TestReplicatedLinearizableUnderFaults(t *testing.T) {
 	var okOps, failedOps atomic.Int64
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
+	keys := keyNames(6)
 	for id := range 8 {
 		cl := c.client(t, func(cfg *client.Config) { cfg.AttemptTimeout = time.Second })
 		rng := rand.New(rand.NewPCG(seed, uint64(id)))
@@ -45,7 +46,7 @@ func TestReplicatedLinearizableUnderFaults(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for b := 0; !stop.Load(); b++ {
-				ops := randomBatch(rng, id, b, 6, 3)
+				ops := linz.RandomBatch(rng, id, b, keys, 3)
 				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 				call := h.Now()
 				res, err := cl.Do(ctx, ops)

@@ -12,6 +12,7 @@ package linz
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -149,4 +150,23 @@ func Check(ops []porcupine.Operation, timeout time.Duration, htmlPath string) (p
 		}
 	}
 	return res, nil
+}
+
+// RandomBatch returns batch b of client id: 1 to maxOps ops over keys,
+// half gets, 40% puts and 10% deletes. Put values are unique, so every
+// read identifies the write it saw.
+func RandomBatch(rng *rand.Rand, id, b int, keys []string, maxOps int) []wire.Op {
+	ops := make([]wire.Op, 1+rng.IntN(maxOps))
+	for i := range ops {
+		key := keys[rng.IntN(len(keys))]
+		switch p := rng.IntN(10); {
+		case p < 5:
+			ops[i] = wire.Op{Code: wire.OpGet, Key: key}
+		case p < 9:
+			ops[i] = wire.Op{Code: wire.OpPut, Key: key, Value: fmt.Sprintf("c%d-b%d-o%d", id, b, i)}
+		default:
+			ops[i] = wire.Op{Code: wire.OpDelete, Key: key}
+		}
+	}
+	return ops
 }
