@@ -106,12 +106,19 @@ func (g *replicaGroup) watchLeaderDeath() {
 			continue
 		}
 		g.log.Warn("leader's port refuses connections: calling an election now", "leader", string(dead))
-		var resp raft.TimeoutNowResponse
-		req := raft.TimeoutNowRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax,
-			ID: []byte(g.self), Addr: []byte(g.self)}}
-		if err := g.transport.TimeoutNow(raft.ServerID(g.self), raft.ServerAddress(g.self), &req, &resp); err != nil {
-			g.log.Warn("could not call the election", "err", err)
-		}
+		g.callElection()
+	}
+}
+
+// callElection makes this replica a candidate now, with the vote requests
+// of a leadership transfer: it sends its own Raft node a TimeoutNow over
+// its own port.
+func (g *replicaGroup) callElection() {
+	var resp raft.TimeoutNowResponse
+	req := raft.TimeoutNowRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax,
+		ID: []byte(g.self), Addr: []byte(g.self)}}
+	if err := g.transport.TimeoutNow(raft.ServerID(g.self), raft.ServerAddress(g.self), &req, &resp); err != nil {
+		g.log.Warn("could not call the election", "err", err)
 	}
 }
 

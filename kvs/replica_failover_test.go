@@ -1,9 +1,13 @@
 package kvs_test
 
 import (
+	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/Shopify/toxiproxy/v2"
 	"github.com/stretchr/testify/require"
 )
 
@@ -73,4 +77,62 @@ func TestReplicatedIsolatedFollowerDisruptsNothing(t *testing.T) {
 	require.Equal(t, before.Shards[0].Term, mid.Shards[0].Term, "the cut-off follower raised its term")
 	require.Equal(t, "Leader", after.Shards[0].State)
 	require.Equal(t, before.Shards[0].Term, after.Shards[0].Term, "an election happened")
+}
+
+// mute drops (on) every Raft byte server i sends, while it still hears
+// its peers; the connections stay open. off lifts it.
+func (c *replCluster) mute(i int, on bool) {
+	c.t.Helper()
+	for j := range c.addrs {
+		if j == i {
+			continue
+		}
+		// On a link i opens its bytes go upstream; on one a peer opens,
+		// they come back downstream.
+		for _, l := range []struct {
+			p      *toxiproxy.Proxy
+			stream string
+		}{{c.links[i][j], "upstream"}, {c.links[j][i], "downstream"}} {
+			_ = l.p.Toxics.RemoveToxic(context.Background(), "mute")
+			if on {
+				_, err := l.p.Toxics.AddToxicJson(strings.NewReader(fmt.Sprintf(
+					`{"name":"mute","type":"timeout","stream":%q,"toxicity":1,"attributes":{"timeout":0}}`, l.stream)))
+				require.NoError(c.t, err)
+			}
+		}
+	}
+}
+
+// TestReplicatedSilentLeaderReplacedQuickly: a leader whose bytes vanish
+// (no connection closes, nothing refuses) is replaced once a majority has
+// not heard from it for one heartbeat timeout, not when the followers'
+// randomized timers happen to fire (up to 2.4 s, and pre-vote waits for
+// both).
+func TestReplicatedSilentLeaderReplacedQuickly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three silent-leader trials")
+	}
+	c := newReplCluster(t, 3, 3, 1)
+	require.Eventually(t, func() bool { return c.leader(0) == 0 }, 20*time.Second, 50*time.Millisecond)
+	for trial := range 3 {
+		require.Eventually(t, func() bool { return settled(c) }, 20*time.Second, 50*time.Millisecond)
+		l := c.leader(0)
+		require.GreaterOrEqual(t, l, 0)
+		start := time.Now()
+		c.mute(l, true)
+		next := -1
+		require.Eventually(t, func() bool {
+			for i := range c.addrs {
+				if st, err := c.status(i); err == nil && i != l && st.Shards[0].State == "Leader" {
+					next = i
+					return true
+				}
+			}
+			return false
+		}, 10*time.Second, 10*time.Millisecond)
+		took := time.Since(start)
+		t.Logf("trial %d: server %d muted, server %d leads after %v", trial, l, next, took)
+		require.Less(t, took, 1500*time.Millisecond)
+		c.mute(l, false)
+	}
 }

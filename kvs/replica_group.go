@@ -163,10 +163,11 @@ func openGroup(gc groupConfig) (g *replicaGroup, err error) {
 		return false
 	})
 	g.raft.RegisterObserver(g.observer)
-	g.wg.Add(3)
+	g.wg.Add(4)
 	go g.watchLeadership()
 	go g.watchPeers()
 	go g.watchLeaderDeath()
+	go g.watchSilence()
 	return g, nil
 }
 
@@ -313,6 +314,9 @@ func (g *replicaGroup) status(withDigest bool) wire.ShardStatus {
 		Leader: g.leaderHint(), Term: g.raft.CurrentTerm(), LastIndex: g.raft.LastIndex(),
 		Commit: g.raft.CommitIndex(), Applied: g.raft.AppliedIndex(), Keys: g.fsm.current().Len(),
 		Restores: g.fsm.restores.Load()}
+	if last := g.raft.LastContact(); g.raft.State() != raft.Leader && !last.IsZero() {
+		st.SinceContact = time.Since(last)
+	}
 	if withDigest {
 		st.Digest = g.fsm.digest()
 	}

@@ -1,5 +1,7 @@
 package wire
 
+import "time"
+
 // The admin RPCs, KVService.Layout and KVService.Status, are served over
 // net/rpc's HTTP transport with gob (client.Discover and kvsctl use them);
 // the binary codec carries only BatchOp.
@@ -53,6 +55,9 @@ type ShardStatus struct {
 	Applied   uint64 // last entry applied to the store
 	Snapshot  uint64 // index of the last snapshot
 	Keys      int
+	// SinceContact is how long ago this replica last heard from its
+	// leader (zero on a leader).
+	SinceContact time.Duration
 	// Restores counts the snapshots this replica's state machine loaded
 	// since it started: at start from its own disk, or sent by a leader.
 	Restores uint64
