@@ -39,8 +39,8 @@ type RaftTiming struct {
 // "Replication" explains the choice. With 250 ms of added one-way latency
 // on the leader's links, a heartbeat round trip takes 500 ms plus the
 // 80-160 ms heartbeat interval, under the 800 ms a follower waits. A
-// killed leader is replaced at once (replica_failover.go); a silent one
-// after the followers' timeouts, 0.8-2.4 s.
+// killed leader is replaced at once (replica_failover.go), a silent one
+// once a majority has not heard from it for 800 ms (replica_silence.go).
 func DefaultRaftTiming() RaftTiming {
 	return RaftTiming{
 		HeartbeatTimeout:   800 * time.Millisecond,
