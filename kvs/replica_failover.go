@@ -94,20 +94,30 @@ func (g *replicaGroup) watchLeaderDeath() {
 		// Wait our turn, and at least two heartbeat intervals from the
 		// suspicion, so that a live leader (or a new one) is heard from.
 		wait = max(wait, time.Until(since.Add(g.heartbeat/5)))
-		select {
-		case <-g.stop:
+		if !g.electInTurn(wait, since, dead, "leader's port refuses connections: calling an election now") {
 			return
-		case <-time.After(wait):
 		}
-		if g.raft.State() != raft.Follower || g.raft.LastContact().After(since) {
-			continue
-		}
-		if l, _ := g.raft.LeaderWithID(); l != "" && l != dead {
-			continue
-		}
-		g.log.Warn("leader's port refuses connections: calling an election now", "leader", string(dead))
-		g.callElection()
 	}
+}
+
+// electInTurn waits wait, then calls an election unless this replica has
+// meanwhile stopped following, heard from a leader since since, or learnt
+// of a leader other than old. It returns false when the replica closes.
+func (g *replicaGroup) electInTurn(wait time.Duration, since time.Time, old raft.ServerAddress, why string) bool {
+	select {
+	case <-g.stop:
+		return false
+	case <-time.After(wait):
+	}
+	if g.raft.State() != raft.Follower || g.raft.LastContact().After(since) {
+		return true
+	}
+	if l, _ := g.raft.LeaderWithID(); l != "" && l != old {
+		return true
+	}
+	g.log.Warn(why, "leader", string(old))
+	g.callElection()
+	return true
 }
 
 // callElection makes this replica a candidate now, with the vote requests

@@ -54,19 +54,10 @@ func (g *replicaGroup) watchSilence() {
 		if !ok {
 			continue
 		}
-		select {
-		case <-g.stop:
+		if !g.electInTurn(time.Duration(ahead)*failoverStagger, lastTry, leader,
+			"a majority has not heard from the leader for a heartbeat timeout: calling an election now") {
 			return
-		case <-time.After(time.Duration(ahead) * failoverStagger):
 		}
-		if g.raft.State() != raft.Follower || g.raft.LastContact().After(lastTry) {
-			continue
-		}
-		if l, _ := g.raft.LeaderWithID(); l != "" && l != leader {
-			continue
-		}
-		g.log.Warn("a majority has not heard from the leader for a heartbeat timeout: calling an election now", "leader", string(leader))
-		g.callElection()
 	}
 }
 
