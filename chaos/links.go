@@ -58,21 +58,17 @@ func (l *Links) Via(i int, addrs []string) string {
 // Addr returns the address of the link from i to j.
 func (l *Links) Addr(i, j int) string { return l.addr[i][j] }
 
-// each calls f on every link that starts at node (out) or ends at it (in).
-func (l *Links) each(node int, out, in bool, f func(p *toxiproxy.Proxy, fromNode bool) error) error {
+// each calls f on every link that starts at node (fromNode) or ends at it.
+func (l *Links) each(node int, f func(p *toxiproxy.Proxy, fromNode bool) error) error {
 	for j := range l.p {
 		if j == node {
 			continue
 		}
-		if out {
-			if err := f(l.p[node][j], true); err != nil {
-				return err
-			}
+		if err := f(l.p[node][j], true); err != nil {
+			return err
 		}
-		if in {
-			if err := f(l.p[j][node], false); err != nil {
-				return err
-			}
+		if err := f(l.p[j][node], false); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -81,7 +77,7 @@ func (l *Links) each(node int, out, in bool, f func(p *toxiproxy.Proxy, fromNode
 // SetLatency adds d to every byte sent to or from node over Raft, in both
 // directions of every link (a round trip grows by 2d); 0 removes it.
 func (l *Links) SetLatency(node int, d time.Duration) error {
-	return l.each(node, true, true, func(p *toxiproxy.Proxy, _ bool) error {
+	return l.each(node, func(p *toxiproxy.Proxy, _ bool) error {
 		for _, stream := range []string{"upstream", "downstream"} {
 			name := "latency-" + stream
 			_ = p.Toxics.RemoveToxic(context.Background(), name)
@@ -104,7 +100,7 @@ func (l *Links) SetLatency(node int, d time.Duration) error {
 // rejects would, so both ends notice at once (a network that drops
 // packets silently is Mute's case).
 func (l *Links) Isolate(node int, on bool) error {
-	return l.each(node, true, true, func(p *toxiproxy.Proxy, _ bool) error {
+	return l.each(node, func(p *toxiproxy.Proxy, _ bool) error {
 		if on {
 			p.Stop()
 			return nil
@@ -120,7 +116,7 @@ func (l *Links) Isolate(node int, on bool) error {
 // everyone: a one-way partition. Connections stay open; the bytes vanish
 // until the fault is lifted (off).
 func (l *Links) Mute(node int, on bool) error {
-	return l.each(node, true, true, func(p *toxiproxy.Proxy, fromNode bool) error {
+	return l.each(node, func(p *toxiproxy.Proxy, fromNode bool) error {
 		// On a link node starts, its bytes go upstream; on a link that
 		// ends at node, they come back downstream.
 		stream := "downstream"

@@ -45,9 +45,6 @@ type Options struct {
 	Restart     time.Duration   // crash-*: delay before the restart
 	Pause       time.Duration   // pause: how long the leader is stopped
 	Interval    time.Duration   // random: time between faults
-	// LeaseBound is the time within which a cut-off leader must stop
-	// acknowledging writes (the servers' leader lease).
-	LeaseBound time.Duration
 	// FailoverBound is the time within which a new leader must serve.
 	FailoverBound time.Duration
 
@@ -68,10 +65,10 @@ func DefaultOptions(scenario string) Options {
 		Warmup: 3 * time.Second, Baseline: 15 * time.Second, Recovery: 10 * time.Second,
 		CPUFraction: 0.02, Latencies: []time.Duration{100 * time.Millisecond, 250 * time.Millisecond},
 		Lag: 10 * time.Second, Restart: 5 * time.Second, Pause: 5 * time.Second, Interval: 5 * time.Second,
-		LeaseBound: 800 * time.Millisecond, FailoverBound: 2500 * time.Millisecond,
-		Bulk:         BulkConfig{Goroutines: 128, Batch: 8192, Keys: 8192, Reads: 0.95, ValueSize: 32, AttemptTimeout: 5 * time.Second},
-		Checked:      CheckedConfig{Clients: 16, Keys: 200, MaxOps: 8},
-		CheckTimeout: 5 * time.Minute,
+		FailoverBound: 2500 * time.Millisecond,
+		Bulk:          BulkConfig{Goroutines: 128, Batch: 8192, Keys: 8192, Reads: 0.95, ValueSize: 32, AttemptTimeout: 5 * time.Second},
+		Checked:       CheckedConfig{Clients: 16, Keys: 200, MaxOps: 8},
+		CheckTimeout:  5 * time.Minute,
 	}
 	switch scenario {
 	case "slow-follower", "random":

@@ -91,8 +91,8 @@ func (t *timeline) snapshot() ([]second, []Event, []Window) {
 // as a slice, for medians.
 func rates(secs []second, from, to time.Duration) []float64 {
 	var out []float64
-	for s := int((from + time.Second - 1) / time.Second); s < int(to/time.Second) && s < len(secs); s++ {
-		out = append(out, float64(secs[s].ops))
+	for _, s := range whole(secs, from, to) {
+		out = append(out, float64(s.ops))
 	}
 	return out
 }
@@ -100,8 +100,19 @@ func rates(secs []second, from, to time.Duration) []float64 {
 // latencies merges the batch latencies of the seconds in [from, to).
 func latencies(secs []second, from, to time.Duration) *latency.Histogram {
 	var h latency.Histogram
-	for s := int((from + time.Second - 1) / time.Second); s < int(to/time.Second) && s < len(secs); s++ {
-		h.Merge(&secs[s].lat)
+	ws := whole(secs, from, to)
+	for i := range ws {
+		h.Merge(&ws[i].lat)
 	}
 	return &h
+}
+
+// whole returns the seconds that lie wholly within [from, to).
+func whole(secs []second, from, to time.Duration) []second {
+	lo := int((from + time.Second - 1) / time.Second)
+	hi := min(int(to/time.Second), len(secs))
+	if lo >= hi {
+		return nil
+	}
+	return secs[lo:hi]
 }
