@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/batchkv/batchkv/client"
+	"github.com/batchkv/batchkv/internal/faultnet"
 	"github.com/batchkv/batchkv/wire"
 )
 
@@ -36,7 +37,7 @@ type ClusterConfig struct {
 type Cluster struct {
 	cfg   ClusterConfig
 	Addrs []string
-	Links *Links
+	Links *faultnet.Links
 
 	mu    sync.Mutex
 	procs []*exec.Cmd // nil while a server is down
@@ -63,7 +64,7 @@ func StartCluster(cfg ClusterConfig) (*Cluster, error) {
 		c.Addrs = append(c.Addrs, ln.Addr().String())
 	}
 	var err error
-	if c.Links, err = NewLinks(c.Addrs); err != nil {
+	if c.Links, err = faultnet.NewLinks(c.Addrs); err != nil {
 		return nil, err
 	}
 	for _, ln := range held {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/batchkv/batchkv/client"
 	"github.com/batchkv/batchkv/kvs"
+	"github.com/batchkv/batchkv/kvs/store"
 )
 
 // testCluster is n real servers on loopback TCP, closed when the test ends.
@@ -20,8 +21,8 @@ type testCluster struct {
 }
 
 type clusterOptions struct {
-	store        string                    // kvs.NewStore name; empty is kvs.DefaultStore
-	wrap         func(kvs.Store) kvs.Store // wraps each server's store (planted bugs)
+	store        string                        // store.New name; empty is store.DefaultKind
+	wrap         func(store.Store) store.Store // wraps each server's store (planted bugs)
 	frameTimeout time.Duration
 }
 
@@ -46,9 +47,9 @@ func newTestCluster(t *testing.T, n int, opts clusterOptions) *testCluster {
 		}
 		name := opts.store
 		if name == "" {
-			name = kvs.DefaultStore
+			name = store.DefaultKind
 		}
-		store, ok := kvs.NewStore(name)
+		store, ok := store.New(name)
 		require.True(t, ok, "no store %q", name)
 		if opts.wrap != nil {
 			store = opts.wrap(store)

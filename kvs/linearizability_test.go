@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batchkv/batchkv/internal/linz"
-	"github.com/batchkv/batchkv/kvs"
+	"github.com/batchkv/batchkv/kvs/store"
 )
 
 type linWorkload struct {
@@ -24,7 +24,7 @@ type linWorkload struct {
 	batches      int // per client
 	maxBatchOps  int
 	store        string
-	wrap         func(kvs.Store) kvs.Store
+	wrap         func(store.Store) store.Store
 	seed         uint64
 	failedOps    atomic.Int64
 	appliedCount atomic.Int64
@@ -95,7 +95,7 @@ func newLinWorkload() *linWorkload {
 // over 6 hot keys on 3 servers; the history must be linearizable per key.
 // It runs once per Store implementation.
 func TestLinearizable(t *testing.T) {
-	for _, store := range kvs.Stores {
+	for _, store := range store.Kinds {
 		t.Run(store, func(t *testing.T) {
 			w := newLinWorkload()
 			w.store = store
@@ -110,7 +110,7 @@ func TestLinearizable(t *testing.T) {
 // staleStore is a planted bug: after a put, a get sometimes serves the
 // value the key had before it.
 type staleStore struct {
-	kvs.Store
+	store.Store
 	mu   sync.Mutex
 	prev map[string]string // guarded by mu
 	rng  *rand.Rand        // guarded by mu
@@ -119,7 +119,7 @@ type staleStore struct {
 func (s *staleStore) Put(key, value string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if old, ok := kvs.Get(s.Store, key); ok {
+	if old, ok := store.Get(s.Store, key); ok {
 		s.prev[key] = old
 	}
 	s.Store.Put(key, value)
@@ -137,7 +137,7 @@ func (s *staleStore) AppendGet(dst []byte, key string) ([]byte, bool) {
 // lossyStore is a planted bug: it acknowledges every fifth put without
 // applying it.
 type lossyStore struct {
-	kvs.Store
+	store.Store
 	puts atomic.Int64
 }
 
@@ -152,11 +152,11 @@ func (s *lossyStore) Put(key, value string) {
 // stale read or a lost write must fail the check, or the check proves
 // nothing.
 func TestCheckerCatchesPlantedBugs(t *testing.T) {
-	bugs := map[string]func(kvs.Store) kvs.Store{
-		"stale read": func(s kvs.Store) kvs.Store {
+	bugs := map[string]func(store.Store) store.Store{
+		"stale read": func(s store.Store) store.Store {
 			return &staleStore{Store: s, prev: map[string]string{}, rng: rand.New(rand.NewPCG(1, 1))}
 		},
-		"lost write": func(s kvs.Store) kvs.Store { return &lossyStore{Store: s} },
+		"lost write": func(s store.Store) store.Store { return &lossyStore{Store: s} },
 	}
 	for name, wrap := range bugs {
 		t.Run(name, func(t *testing.T) {

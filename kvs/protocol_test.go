@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/batchkv/batchkv/kvs"
+	"github.com/batchkv/batchkv/kvs/store"
 	"github.com/batchkv/batchkv/wire"
 )
 
@@ -120,7 +120,7 @@ func TestMalformedBodyKeepsConnection(t *testing.T) {
 	seq, msg = readResp()
 	require.Equal(t, uint64(2), seq)
 	require.Empty(t, msg)
-	v, ok := kvs.Get(c.servers[0].Store(), "k")
+	v, ok := store.Get(c.servers[0].Store(), "k")
 	require.True(t, ok)
 	require.Equal(t, "v", v)
 }

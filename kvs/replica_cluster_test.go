@@ -11,32 +11,30 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Shopify/toxiproxy/v2"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
 	"github.com/batchkv/batchkv/client"
+	"github.com/batchkv/batchkv/internal/faultnet"
 	"github.com/batchkv/batchkv/kvs"
+	"github.com/batchkv/batchkv/kvs/replica"
 	"github.com/batchkv/batchkv/wire"
 )
 
 // replCluster is n replicated servers on loopback TCP with data dirs under
 // the test's temp dir. Raft traffic from server i to server j goes through
-// a toxiproxy proxy of its own (links[i][j]), so tests can cut or slow any
-// link; clients talk to the servers directly.
+// a toxiproxy proxy of its own (package faultnet), so tests can cut, slow
+// or mute any server's links; clients talk to the servers directly.
 type replCluster struct {
 	t       *testing.T
 	addrs   []string
 	dirs    []string
 	shards  int
 	rf      int
-	links   [][]*toxiproxy.Proxy
-	via     [][]string // links' listen addresses, read once: a proxy rewrites its field when restarted
+	links   *faultnet.Links
 	mu      sync.Mutex
 	servers []*kvs.Server // nil while stopped
 	stale   bool          // plant the stale-read bug in every server
-	timing  kvs.RaftTiming
+	timing  replica.Timing
 	logger  *slog.Logger
 }
 
@@ -60,22 +58,9 @@ func newReplCluster(t *testing.T, n, rf, shards int, opts ...func(*replCluster))
 	if testing.Verbose() {
 		c.logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	api := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
-	c.links = make([][]*toxiproxy.Proxy, n)
-	c.via = make([][]string, n)
-	for i := range n {
-		c.links[i] = make([]*toxiproxy.Proxy, n)
-		c.via[i] = make([]string, n)
-		for j := range n {
-			if i == j {
-				continue
-			}
-			p := toxiproxy.NewProxy(api, fmt.Sprintf("raft-%d-%d", i, j), "127.0.0.1:0", c.addrs[j])
-			require.NoError(t, p.Start())
-			c.links[i][j] = p
-			c.via[i][j] = p.Listen
-		}
-	}
+	links, err := faultnet.NewLinks(c.addrs)
+	require.NoError(t, err)
+	c.links = links
 	for _, ln := range held {
 		require.NoError(t, ln.Close())
 	}
@@ -83,13 +68,7 @@ func newReplCluster(t *testing.T, n, rf, shards int, opts ...func(*replCluster))
 		for i := range c.servers {
 			c.stop(i)
 		}
-		for i := range c.links {
-			for _, p := range c.links[i] {
-				if p != nil {
-					p.Stop()
-				}
-			}
-		}
+		c.links.Close()
 	})
 	for i := range n {
 		c.start(i)
@@ -97,23 +76,11 @@ func newReplCluster(t *testing.T, n, rf, shards int, opts ...func(*replCluster))
 	return c
 }
 
-// dialFor returns server i's Raft dialer: through the proxy of each link.
-func (c *replCluster) dialFor(i int) kvs.DialFunc {
-	return func(addr string, timeout time.Duration) (net.Conn, error) {
-		for j, a := range c.addrs {
-			if a == addr && c.via[i][j] != "" {
-				addr = c.via[i][j]
-			}
-		}
-		return net.DialTimeout("tcp", addr, timeout)
-	}
-}
-
 // start (re)starts server i on its address and data dir.
 func (c *replCluster) start(i int) {
 	c.t.Helper()
 	cfg := kvs.Config{Self: c.addrs[i], Peers: c.addrs, Replicas: c.rf, Shards: c.shards, DataDir: c.dirs[i],
-		Logger: c.logger.With("server", i), DialRaft: c.dialFor(i), Raft: c.timing}
+		Logger: c.logger.With("server", i), DialRaft: c.links.Dialer(i, c.addrs), Raft: c.timing}
 	srv, err := kvs.New(cfg)
 	require.NoError(c.t, err)
 	var ln net.Listener
@@ -142,17 +109,8 @@ func (c *replCluster) stop(i int) {
 
 // isolate cuts (on) or restores (off) every Raft link to and from server i.
 func (c *replCluster) isolate(i int, on bool) {
-	for j := range c.addrs {
-		for _, p := range []*toxiproxy.Proxy{c.links[i][j], c.links[j][i]} {
-			switch {
-			case p == nil:
-			case on:
-				p.Stop()
-			default:
-				require.NoError(c.t, p.Start())
-			}
-		}
-	}
+	c.t.Helper()
+	require.NoError(c.t, c.links.Isolate(i, on))
 }
 
 func (c *replCluster) client(t *testing.T, tweak ...func(*client.Config)) *client.Client {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/batchkv/batchkv/kvs"
+	"github.com/batchkv/batchkv/kvs/replica"
 	"github.com/batchkv/batchkv/shard"
 	"github.com/batchkv/batchkv/wire"
 )
@@ -35,7 +35,7 @@ func rawBatch(t *testing.T, addr string, args *wire.BatchArgs) wire.BatchReply {
 // after later writes to its key, a snapshot, and a restart of every
 // replica; a new number on the same session applies.
 func TestReplicatedDuplicateBatchAppliesOnce(t *testing.T) {
-	timing := kvs.DefaultRaftTiming()
+	timing := replica.DefaultTiming()
 	timing.SnapshotThreshold, timing.TrailingLogs, timing.SnapshotInterval = 8, 4, 100*time.Millisecond
 	c := newReplCluster(t, 3, 3, 3, func(c *replCluster) { c.timing = timing })
 	layout, err := shard.New(c.addrs, 3, 3, 0)

@@ -1,13 +1,9 @@
 package kvs_test
 
 import (
-	"context"
-	"fmt"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/Shopify/toxiproxy/v2"
 	"github.com/stretchr/testify/require"
 )
 
@@ -96,24 +92,7 @@ func TestReplicatedIsolatedFollowerDisruptsNothing(t *testing.T) {
 // its peers; the connections stay open. off lifts it.
 func (c *replCluster) mute(i int, on bool) {
 	c.t.Helper()
-	for j := range c.addrs {
-		if j == i {
-			continue
-		}
-		// On a link i opens its bytes go upstream; on one a peer opens,
-		// they come back downstream.
-		for _, l := range []struct {
-			p      *toxiproxy.Proxy
-			stream string
-		}{{c.links[i][j], "upstream"}, {c.links[j][i], "downstream"}} {
-			_ = l.p.Toxics.RemoveToxic(context.Background(), "mute")
-			if on {
-				_, err := l.p.Toxics.AddToxicJson(strings.NewReader(fmt.Sprintf(
-					`{"name":"mute","type":"timeout","stream":%q,"toxicity":1,"attributes":{"timeout":0}}`, l.stream)))
-				require.NoError(c.t, err)
-			}
-		}
-	}
+	require.NoError(c.t, c.links.Mute(i, on))
 }
 
 // TestReplicatedSilentLeaderReplacedQuickly: a leader whose bytes vanish

@@ -3,7 +3,6 @@ package kvs_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -33,20 +32,7 @@ func TestReplicatedSlowLeaderKeepsLeading(t *testing.T) {
 	before, err := c.status(l)
 	require.NoError(t, err)
 	term := before.Shards[0].Term
-	for j := range c.addrs {
-		for _, p := range []int{l, j} {
-			q := l + j - p // the other end
-			if p == q {
-				continue
-			}
-			link := c.links[p][q]
-			for _, stream := range []string{"upstream", "downstream"} {
-				_, err := link.Toxics.AddToxicJson(strings.NewReader(fmt.Sprintf(
-					`{"name":"slow-%s","type":"latency","stream":%q,"toxicity":1,"attributes":{"latency":250}}`, stream, stream)))
-				require.NoError(t, err)
-			}
-		}
-	}
+	require.NoError(t, c.links.SetLatency(l, 250*time.Millisecond))
 	cl := c.client(t, func(cfg *client.Config) { cfg.AttemptTimeout = 5 * time.Second })
 	deadline := time.Now().Add(10 * time.Second)
 	writes := 0

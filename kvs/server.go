@@ -1,4 +1,4 @@
-// Package kvs is the server: a Store behind net/rpc's KVService.
+// Package kvs is the server: net/rpc's KVService in front of one backend.
 //
 // One port serves two protocols. A connection that opens with
 // wire.Preamble speaks the binary codec (package wire), the fast path that
@@ -12,16 +12,24 @@
 //	go srv.Serve(ln)
 //	defer srv.Close()
 //
-// With several servers, each is given the full list (Config.Peers) and its
-// own name in it (Config.Self); keys are assigned to servers by the ring
-// over that list, and a server forwards ops it does not own.
+// The Service checks limits and counts; one backend, chosen from the
+// Config when the server starts, applies (backend.go):
+//
+//   - local: a single memory-only server that owns every key, in one
+//     store.Store (package kvs/store);
+//   - ring: several memory-only servers, each given the full list
+//     (Config.Peers) and its own name in it (Config.Self); keys are assigned
+//     by the ring over that list, and a server forwards ops it does not own;
+//   - replicated: shards that are Raft groups (package kvs/replica), with
+//     Replicas > 1 or a DataDir.
+//
+// The data path: client -> ring or shard map -> batcher -> RPC (this port)
+// -> Service -> backend -> store.
 package kvs
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -30,10 +38,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/batchkv/batchkv/client"
-	"github.com/batchkv/batchkv/internal/netcount"
+	"github.com/batchkv/batchkv/internal/handoff"
+	"github.com/batchkv/batchkv/kvs/replica"
+	"github.com/batchkv/batchkv/kvs/store"
 	"github.com/batchkv/batchkv/ring"
-	"github.com/batchkv/batchkv/wire"
 )
 
 var errNotInPeers = errors.New("kvs: Self is not among Peers")
@@ -49,8 +57,11 @@ type Config struct {
 	// VirtualNodes per server on the ring; clients must use the same.
 	// Zero means ring.DefaultVirtualNodes.
 	VirtualNodes int
-	// Store holds the data. Nil means a new store of kind DefaultStore.
-	Store Store
+	// Store holds the data of a memory-only server. Nil means a new store
+	// of kind store.DefaultKind. A replicated server keeps one store per
+	// shard and only takes Store's kind from it: a *store.SyncMap makes
+	// SyncMaps, anything else Arenas.
+	Store store.Store
 	// HandshakeTimeout bounds how long a new connection may take to send
 	// its first bytes. Default 10s.
 	HandshakeTimeout time.Duration
@@ -76,14 +87,15 @@ type Config struct {
 	// NoSync skips fsync of the Raft log: an acknowledged write may be lost
 	// if a majority of a shard's machines lose power. For experiments only.
 	NoSync bool
-	// Raft sets the Raft timeouts; zero means DefaultRaftTiming().
-	Raft RaftTiming
+	// Raft sets the Raft timeouts and failover delays; zero means
+	// replica.DefaultTiming().
+	Raft replica.Timing
 	// SessionTTL is how long a shard remembers a client session after its
 	// last batch, to suppress retried duplicates. Default 10 minutes.
 	SessionTTL time.Duration
 	// DialRaft opens connections to peers for Raft; nil means plain TCP.
 	// Tests route it through fault-injecting proxies.
-	DialRaft DialFunc
+	DialRaft replica.DialFunc
 }
 
 // Replicated reports whether cfg makes a replicated server.
@@ -97,7 +109,7 @@ func (c *Config) validate() error {
 		c.FrameTimeout = 30 * time.Second
 	}
 	if c.Store == nil {
-		c.Store, _ = NewStore(DefaultStore)
+		c.Store, _ = store.New(store.DefaultKind)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -115,11 +127,8 @@ func (c *Config) validate() error {
 		case c.Self == "":
 			return errors.New("kvs: a replicated server needs Self, its address as peers and clients reach it")
 		}
-		if c.Raft == (RaftTiming{}) {
-			c.Raft = DefaultRaftTiming()
-		}
-		if c.SessionTTL == 0 {
-			c.SessionTTL = defaultSessionTTL
+		if c.Raft == (replica.Timing{}) {
+			c.Raft = replica.DefaultTiming()
 		}
 	}
 	return nil
@@ -132,7 +141,7 @@ type Server struct {
 	svc    *Service
 	rpc    *rpc.Server
 	http   *http.Server
-	httpLn *chanListener
+	httpLn *handoff.Listener
 	log    *slog.Logger
 
 	mu     sync.Mutex
@@ -142,41 +151,21 @@ type Server struct {
 	wg     sync.WaitGroup        // connection handlers and the HTTP server
 }
 
-// New returns a server for cfg. It serves nothing until Serve.
+// New returns a server for cfg. It serves nothing until Serve; a
+// replicated server's Raft groups start at once, and Close stops them.
 func New(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, conns: map[net.Conn]struct{}{}}
-	s.svc = &Service{store: cfg.Store, stats: &s.stats}
-	switch {
-	case cfg.Replicated():
-		repl, err := openReplication(&cfg)
-		if err != nil {
-			return nil, err
-		}
-		s.svc.repl = repl
-	case len(cfg.Peers) > 0:
-		r, err := ring.New(cfg.Peers, cfg.VirtualNodes)
-		if err != nil {
-			return nil, fmt.Errorf("kvs: %w", err)
-		}
-		fwd, err := client.New(client.Config{Servers: cfg.Peers, VirtualNodes: cfg.VirtualNodes})
-		if err != nil {
-			return nil, fmt.Errorf("kvs: forwarding client: %w", err)
-		}
-		s.svc.ring, s.svc.self, s.svc.fwd = r, slices.Index(cfg.Peers, cfg.Self), fwd
+	be, layout, err := newBackend(&cfg, &s.stats)
+	if err != nil {
+		return nil, err
 	}
-	s.svc.layout = wire.Layout{Servers: cfg.Peers, VirtualNodes: cfg.VirtualNodes}
-	if s.svc.repl != nil {
-		l := s.svc.repl.layout
-		s.svc.layout = wire.Layout{Servers: l.Servers(), VirtualNodes: cfg.VirtualNodes, Replicas: l.RF(), Shards: l.Shards()}
-	} else if len(cfg.Peers) == 0 && cfg.Self != "" {
-		s.svc.layout.Servers = []string{cfg.Self}
-	}
-
+	s.svc = &Service{backend: be, stats: &s.stats, layout: layout, self: cfg.Self}
 	s.rpc = rpc.NewServer()
 	if err := s.rpc.RegisterName("KVService", s.svc); err != nil {
+		_ = be.close()
 		return nil, fmt.Errorf("kvs: %w", err)
 	}
 	mux := http.NewServeMux()
@@ -189,11 +178,18 @@ func New(cfg Config) (*Server, error) {
 // Stats returns the server's counters.
 func (s *Server) Stats() *Stats { return &s.stats }
 
-// Store returns the server's store.
-func (s *Server) Store() Store { return s.cfg.Store }
+// Store returns the store of a memory-only server; a replicated server's
+// shards keep stores of their own.
+func (s *Server) Store() store.Store { return s.cfg.Store }
 
-// Ring returns the server's ring, or nil when it owns every key.
-func (s *Server) Ring() *ring.Ring { return s.svc.ring }
+// Ring returns the server's ring, or nil unless it is one of several
+// memory-only servers.
+func (s *Server) Ring() *ring.Ring {
+	if b, ok := s.svc.backend.(*ringBackend); ok {
+		return b.ring
+	}
+	return nil
+}
 
 // Serve accepts connections on ln until Close, and returns nil after Close
 // or the listener's error otherwise.
@@ -205,7 +201,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		return errors.New("kvs: server closed or already serving")
 	}
 	s.ln = ln
-	s.httpLn = newChanListener(ln.Addr())
+	s.httpLn = handoff.New(ln.Addr())
 	s.wg.Add(1)
 	s.mu.Unlock()
 	go func() {
@@ -251,37 +247,6 @@ func (s *Server) untrack(c net.Conn) {
 	s.mu.Unlock()
 }
 
-// handle tells the protocol of a new connection by its first bytes.
-func (s *Server) handle(raw net.Conn) {
-	counted := &netcount.Conn{Conn: raw, In: &s.stats.BytesIn, Out: &s.stats.BytesOut}
-	br := bufio.NewReaderSize(counted, 64<<10)
-	_ = raw.SetReadDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
-	head, err := br.Peek(len(wire.Preamble))
-	_ = raw.SetReadDeadline(time.Time{})
-	if err != nil && len(head) == 0 {
-		s.untrack(raw)
-		_ = raw.Close()
-		return
-	}
-	if string(head) == RaftPreamble {
-		s.handleRaft(raw, counted, br)
-		return
-	}
-	if string(head) == wire.Preamble {
-		_, _ = br.Discard(len(wire.Preamble))
-		codec := &loggedCodec{ServerCodec: wire.NewServerCodec(counted, br, s.cfg.FrameTimeout), s: s, remote: raw.RemoteAddr()}
-		s.rpc.ServeCodec(codec) // returns when the connection ends, and closes it
-		s.untrack(raw)
-		return
-	}
-	// Not ours: HTTP (the skeleton's net/rpc transport) or garbage, which
-	// the HTTP server answers with 400 and closes.
-	if !s.httpLn.offer(&peekedConn{Conn: counted, r: br, done: func() { s.untrack(raw) }}) {
-		s.untrack(raw)
-		_ = raw.Close()
-	}
-}
-
 // Close stops accepting, closes every connection and waits for their
 // handlers. It is idempotent.
 func (s *Server) Close() error {
@@ -302,119 +267,5 @@ func (s *Server) Close() error {
 		_ = s.http.Close()
 	}
 	s.wg.Wait()
-	if s.svc.fwd != nil {
-		_ = s.svc.fwd.Close()
-	}
-	if s.svc.repl != nil {
-		return s.svc.repl.close()
-	}
-	return nil
+	return s.svc.backend.close()
 }
-
-// handleRaft hands a Raft connection to its shard, or closes it.
-func (s *Server) handleRaft(raw, counted net.Conn, br *bufio.Reader) {
-	_, _ = br.Discard(len(RaftPreamble))
-	if s.svc.repl == nil {
-		s.log.Warn("raft connection to a server that is not replicated", "remote", raw.RemoteAddr())
-		s.untrack(raw)
-		_ = raw.Close()
-		return
-	}
-	sh, err := readRaftShard(raw, br, s.cfg.HandshakeTimeout)
-	if err == nil {
-		err = s.svc.repl.acceptRaft(&peekedConn{Conn: counted, r: br, done: func() { s.untrack(raw) }}, sh)
-	}
-	if err != nil {
-		s.log.Warn("refusing raft connection", "remote", raw.RemoteAddr(), "err", err)
-		s.untrack(raw)
-		_ = raw.Close()
-	}
-}
-
-// loggedCodec logs why a binary connection ended, unless it ended cleanly.
-type loggedCodec struct {
-	*wire.ServerCodec
-	s      *Server
-	remote net.Addr
-}
-
-func (c *loggedCodec) ReadRequestHeader(r *rpc.Request) error {
-	err := c.ServerCodec.ReadRequestHeader(r)
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-		c.bad(err)
-	}
-	return err
-}
-
-func (c *loggedCodec) ReadRequestBody(x any) error {
-	err := c.ServerCodec.ReadRequestBody(x)
-	if err != nil && !errors.Is(err, wire.ErrMalformed) && !errors.Is(err, wire.ErrTooManyOps) {
-		c.bad(err) // the codec closed the connection
-	}
-	return err
-}
-
-func (c *loggedCodec) bad(err error) {
-	c.s.stats.BadConns.Add(1)
-	c.s.log.Warn("closing connection", "remote", c.remote, "err", err)
-}
-
-// peekedConn is a connection some of whose bytes sit in a bufio.Reader.
-type peekedConn struct {
-	net.Conn
-	r    *bufio.Reader
-	once sync.Once
-	done func()
-}
-
-func (c *peekedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
-
-func (c *peekedConn) Close() error {
-	c.once.Do(c.done)
-	return c.Conn.Close()
-}
-
-// chanListener is a net.Listener fed by the server's accept loop, so that
-// an http.Server can serve the connections that turned out to be HTTP.
-type chanListener struct {
-	addr   net.Addr
-	ch     chan net.Conn
-	mu     sync.Mutex
-	closed chan struct{}
-}
-
-func newChanListener(addr net.Addr) *chanListener {
-	return &chanListener{addr: addr, ch: make(chan net.Conn), closed: make(chan struct{})}
-}
-
-// offer hands c to Accept; it returns false if the listener is closed.
-func (l *chanListener) offer(c net.Conn) bool {
-	select {
-	case l.ch <- c:
-		return true
-	case <-l.closed:
-		return false
-	}
-}
-
-func (l *chanListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.ch:
-		return c, nil
-	case <-l.closed:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *chanListener) Close() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	select {
-	case <-l.closed:
-	default:
-		close(l.closed)
-	}
-	return nil
-}
-
-func (l *chanListener) Addr() net.Addr { return l.addr }

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batchkv/batchkv/client"
-	"github.com/batchkv/batchkv/kvs"
+	"github.com/batchkv/batchkv/kvs/store"
 	"github.com/batchkv/batchkv/wire"
 )
 
@@ -253,7 +253,7 @@ func numberedOps(n int) (puts, gets []wire.Op) {
 // rather than building a reply it cannot send (or, with 65,536 such gets,
 // running out of memory).
 func TestRepliesStayWithinAFrame(t *testing.T) {
-	for _, store := range kvs.Stores {
+	for _, store := range store.Kinds {
 		t.Run(store, func(t *testing.T) {
 			c := newTestCluster(t, 1, clusterOptions{store: store})
 			cl := c.client(t)

@@ -45,6 +45,14 @@ func (s *Stats) recordBatch(n int) {
 	s.BatchSizes[min(b, batchSizeBuckets-1)].Add(1)
 }
 
+// add adds n to c unless n is zero, which would only touch a shared cache
+// line.
+func (s *Stats) add(c *atomic.Uint64, n uint64) {
+	if n > 0 {
+		c.Add(n)
+	}
+}
+
 // BatchCount returns the number of batches, the sum of BatchSizes.
 func (s *Stats) BatchCount() uint64 {
 	var n uint64

@@ -25,6 +25,8 @@ import (
 	"time"
 
 	"github.com/batchkv/batchkv/kvs"
+	"github.com/batchkv/batchkv/kvs/replica"
+	"github.com/batchkv/batchkv/kvs/store"
 )
 
 func main() {
@@ -45,14 +47,14 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	vnodes := fs.Int("vnodes", 0, "virtual nodes per server on the ring; clients must use the same (0: the default, 1024)")
 	report := fs.Duration("report", time.Second, "interval of the rate report (0: no report)")
 	frameTimeout := fs.Duration("frame-timeout", 30*time.Second, "close a connection whose request frame stalls this long")
-	storeName := fs.String("store", kvs.DefaultStore, "store implementation: "+strings.Join(kvs.Stores, " or "))
+	storeName := fs.String("store", store.DefaultKind, "store implementation: "+strings.Join(store.Kinds, " or "))
 	admin := fs.String("admin", "", "host:port of the admin HTTP server with /metrics (Prometheus) and /debug/pprof (empty: none)")
 	rf := fs.Int("rf", 1, "replication factor: each shard is a Raft group on this many servers (1: memory-only, unless -data-dir)")
 	shards := fs.Int("shards", 0, "shards of a replicated cluster (0: one per server); clients learn it from the servers")
 	dataDir := fs.String("data-dir", "", "directory of the Raft logs and snapshots; makes the server durable (default with -rf > 1: kvsdata/<host_port>)")
 	raftVia := fs.String("raft-via", "", "comma-separated peer=proxy pairs: dial a peer's Raft traffic through proxy host:port instead (fault experiments)")
 	noSync := fs.Bool("unsafe-nosync", false, "do not fsync the Raft log (experiments only: an acknowledged write may be lost on power failure)")
-	timing := kvs.DefaultRaftTiming()
+	timing := replica.DefaultTiming()
 	fs.DurationVar(&timing.HeartbeatTimeout, "raft-heartbeat", timing.HeartbeatTimeout, "Raft heartbeat timeout: a follower that hears nothing from its leader this long calls an election")
 	fs.DurationVar(&timing.ElectionTimeout, "raft-election", timing.ElectionTimeout, "Raft election timeout of a candidate")
 	fs.DurationVar(&timing.LeaderLeaseTimeout, "raft-lease", timing.LeaderLeaseTimeout, "Raft leader lease: a leader that hears from no majority this long steps down")
@@ -66,11 +68,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	store, ok := kvs.NewStore(*storeName)
+	st, ok := store.New(*storeName)
 	if !ok {
-		return fmt.Errorf("-store %q: want one of %v", *storeName, kvs.Stores)
+		return fmt.Errorf("-store %q: want one of %v", *storeName, store.Kinds)
 	}
-	cfg := kvs.Config{VirtualNodes: *vnodes, FrameTimeout: *frameTimeout, Logger: log, Store: store,
+	cfg := kvs.Config{VirtualNodes: *vnodes, FrameTimeout: *frameTimeout, Logger: log, Store: st,
 		Replicas: *rf, Shards: *shards, DataDir: *dataDir, NoSync: *noSync, Raft: timing}
 	if *raftVia != "" {
 		via, err := parseVia(*raftVia)

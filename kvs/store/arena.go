@@ -1,4 +1,4 @@
-package kvs
+package store
 
 import (
 	"encoding/binary"
@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 )
 
-// ArenaStore is a Store built for lookups over millions of keys: a hash
+// Arena is a Store built for lookups over millions of keys: a hash
 // table split into shards, each an open-addressing table of 8-byte slots
 // over one byte slice (the arena) that holds every key and value of the
 // shard back to back. Neither slice contains a pointer, so the garbage
@@ -23,7 +23,7 @@ import (
 //
 // Keys may be up to 65,535 bytes and values up to 4 GiB - 1 (far above the
 // wire's limits); Put panics beyond that.
-type ArenaStore struct {
+type Arena struct {
 	seed   maphash.Seed
 	shards [arenaShards]arenaShard
 	sink   atomic.Uint32 // where ApplyBatch's prefetching loads end up
@@ -60,9 +60,9 @@ type arenaShard struct {
 	_       [64]byte
 }
 
-// NewArenaStore returns an empty store.
-func NewArenaStore() *ArenaStore {
-	s := &ArenaStore{seed: maphash.MakeSeed()}
+// NewArena returns an empty store.
+func NewArena() *Arena {
+	s := &Arena{seed: maphash.MakeSeed()}
 	for i := range s.shards {
 		s.shards[i].slots = make([]uint64, minSlots)
 		s.shards[i].seed = s.seed
@@ -70,7 +70,7 @@ func NewArenaStore() *ArenaStore {
 	return s
 }
 
-func (s *ArenaStore) locate(key string) (*arenaShard, uint64) {
+func (s *Arena) locate(key string) (*arenaShard, uint64) {
 	h := maphash.String(s.seed, key)
 	return &s.shards[h>>(64-arenaShardBits)], h
 }
@@ -80,7 +80,7 @@ func (s *ArenaStore) locate(key string) (*arenaShard, uint64) {
 func tagOf(h uint64) uint64 { return (h >> 40) & 0xffff }
 
 // AppendGet implements Store.
-func (s *ArenaStore) AppendGet(dst []byte, key string) ([]byte, bool) {
+func (s *Arena) AppendGet(dst []byte, key string) ([]byte, bool) {
 	sh, h := s.locate(key)
 	sh.mu.RLock()
 	i, found := sh.find(key, h)
@@ -93,7 +93,7 @@ func (s *ArenaStore) AppendGet(dst []byte, key string) ([]byte, bool) {
 }
 
 // Put implements Store.
-func (s *ArenaStore) Put(key, value string) {
+func (s *Arena) Put(key, value string) {
 	sh, h := s.locate(key)
 	sh.mu.Lock()
 	sh.put(key, value, h)
@@ -101,7 +101,7 @@ func (s *ArenaStore) Put(key, value string) {
 }
 
 // Delete implements Store.
-func (s *ArenaStore) Delete(key string) {
+func (s *Arena) Delete(key string) {
 	sh, h := s.locate(key)
 	sh.mu.Lock()
 	sh.delete(key, h)
@@ -109,7 +109,7 @@ func (s *ArenaStore) Delete(key string) {
 }
 
 // Len implements Store.
-func (s *ArenaStore) Len() int {
+func (s *Arena) Len() int {
 	n := 0
 	for i := range s.shards {
 		sh := &s.shards[i]
@@ -121,7 +121,7 @@ func (s *ArenaStore) Len() int {
 }
 
 // Range implements Store. It holds one shard's read lock at a time.
-func (s *ArenaStore) Range(fn func(key string, value []byte) bool) {
+func (s *Arena) Range(fn func(key string, value []byte) bool) {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.RLock()
@@ -187,7 +187,7 @@ func (sh *arenaShard) recordSize(off int) int {
 func (sh *arenaShard) appendRecord(key, value string, h uint64) uint64 {
 	if len(key) > maxArenaKey || uint64(len(value)) > maxArenaValue {
 		// The service checks wire's far smaller limits before it gets here.
-		panic(fmt.Sprintf("kvs: ArenaStore record too large: key %d bytes, value %d", len(key), len(value)))
+		panic(fmt.Sprintf("kvs: Arena record too large: key %d bytes, value %d", len(key), len(value)))
 	}
 	off := len(sh.arena)
 	var hdr [recHeader]byte

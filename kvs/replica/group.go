@@ -1,4 +1,4 @@
-package kvs
+package replica
 
 import (
 	"errors"
@@ -10,15 +10,17 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
+	"github.com/batchkv/batchkv/kvs/replica/failover"
+	"github.com/batchkv/batchkv/kvs/store"
 	"github.com/batchkv/batchkv/wire"
 )
 
-// RaftTiming holds the Raft timeouts and log bounds of every shard.
-type RaftTiming struct {
+// Timing holds the Raft timeouts, log bounds and failover delays of every
+// shard.
+type Timing struct {
 	// HeartbeatTimeout is how long a follower waits without hearing from
 	// the leader before it calls a (pre-)election; the leader sends
 	// heartbeats every tenth of it. ElectionTimeout bounds a candidate's
@@ -33,38 +35,73 @@ type RaftTiming struct {
 	TrailingLogs      uint64
 	// SnapshotInterval is how often a shard checks SnapshotThreshold.
 	SnapshotInterval time.Duration
+	// Failover holds the delays of fast failover; zero fields take
+	// failover.DefaultTiming's.
+	Failover failover.Timing
 }
 
-// DefaultRaftTiming returns the timing the servers run with; README
-// "Replication" explains the choice. With 250 ms of added one-way latency
+// DefaultTiming returns the timing the servers run with; docs/replication.md
+// explains the choice. With 250 ms of added one-way latency
 // on the leader's links, a heartbeat round trip takes 500 ms plus the
 // 80-160 ms heartbeat interval, under the 800 ms a follower waits. A
-// killed leader is replaced at once (replica_failover.go), a silent one
-// once a majority has not heard from it for 800 ms (replica_silence.go).
-func DefaultRaftTiming() RaftTiming {
-	return RaftTiming{
+// killed leader is replaced at once (failover.go), a silent one once a
+// majority has not heard from it for 800 ms (silence.go).
+func DefaultTiming() Timing {
+	return Timing{
 		HeartbeatTimeout:   800 * time.Millisecond,
 		ElectionTimeout:    800 * time.Millisecond,
 		LeaderLeaseTimeout: 800 * time.Millisecond,
 		SnapshotThreshold:  1024,
 		TrailingLogs:       1024,
 		SnapshotInterval:   10 * time.Second,
+		Failover:           failover.DefaultTiming(),
 	}
 }
 
-// replicaGroup is this server's replica of one shard: a Raft node, its log
-// and snapshot stores, and the shard's state machine.
-type replicaGroup struct {
+// ApplyTimeout bounds the wait to hand an entry (a write batch, a read
+// barrier) to Raft.
+const ApplyTimeout = 5 * time.Second
+
+// Fixed parameters of every shard's Raft node.
+const (
+	// transportPool is how many idle connections to each peer the Raft
+	// transport keeps for reuse.
+	transportPool = 3
+	// transportTimeout bounds each Raft RPC's write, and a snapshot
+	// chunk's.
+	transportTimeout = 10 * time.Second
+	// logCacheEntries is how many recent log entries stay in memory, so
+	// that replicating them to followers does not read the log store.
+	logCacheEntries = 1024
+	// snapshotsRetained is how many snapshots a shard keeps on disk.
+	snapshotsRetained = 2
+	// maxAppendEntries is how many entries go in one AppendEntries RPC and
+	// one disk write: the group commit of concurrent batches.
+	maxAppendEntries = 256
+	// barrierTimeout bounds a new leader's wait for its first barrier,
+	// after which it serves reads.
+	barrierTimeout = 10 * time.Second
+	// dataDirMode and the snapshot files' modes keep a shard's data
+	// readable by the server's user only.
+	dataDirMode = 0o700
+)
+
+// Group is this server's replica of one shard: a Raft node, its log and
+// snapshot stores, and the shard's state machine. Its methods are safe for
+// concurrent use.
+type Group struct {
 	shard     int
 	self      string
 	preferred string
 	replicas  []string
 	raft      *raft.Raft
 	fsm       *shardFSM
-	stream    *shardStream
+	stream    *stream
 	transport *raft.NetworkTransport
 	dial      DialFunc
 	heartbeat time.Duration // the heartbeat timeout
+	timing    failover.Timing
+	peerStat  StatusFunc
 	suspect   chan struct{} // an inbound Raft connection ended
 	logs      *raftboltdb.BoltStore
 	log       *slog.Logger
@@ -87,43 +124,52 @@ type groupConfig struct {
 	replicas  []string // addresses, preferred leader first
 	dir       string
 	noSync    bool
-	timing    RaftTiming
+	timing    Timing
 	dial      DialFunc
-	newStore  func() Store
+	peerStat  StatusFunc
+	newStore  func() store.Store
 	sessionTT time.Duration
 	log       *slog.Logger
 }
 
-func openGroup(gc groupConfig) (g *replicaGroup, err error) {
-	if err := os.MkdirAll(gc.dir, 0o755); err != nil {
-		return nil, fmt.Errorf("kvs: shard %d data dir: %w", gc.shard, err)
+func openGroup(gc groupConfig) (g *Group, err error) {
+	if err := os.MkdirAll(gc.dir, dataDirMode); err != nil {
+		return nil, fmt.Errorf("replica: shard %d data dir: %w", gc.shard, err)
 	}
-	g = &replicaGroup{shard: gc.shard, self: gc.self, preferred: gc.replicas[0], replicas: gc.replicas,
+	g = &Group{shard: gc.shard, self: gc.self, preferred: gc.replicas[0], replicas: gc.replicas,
 		log: gc.log.With("shard", gc.shard), notify: make(chan bool, 16),
-		observed: make(chan raft.Observation, 64), stop: make(chan struct{}), dial: gc.dial, heartbeat: gc.timing.HeartbeatTimeout, suspect: make(chan struct{}, 1)}
+		observed: make(chan raft.Observation, 64), stop: make(chan struct{}), dial: gc.dial,
+		heartbeat: gc.timing.HeartbeatTimeout, timing: gc.timing.Failover.WithDefaults(), peerStat: gc.peerStat,
+		suspect: make(chan struct{}, 1)}
 	g.fsm = newShardFSM(gc.newStore, gc.sessionTT)
 	g.logs, err = raftboltdb.New(raftboltdb.Options{Path: filepath.Join(gc.dir, "raft.db"), NoSync: gc.noSync})
 	if err != nil {
-		return nil, fmt.Errorf("kvs: shard %d log: %w", gc.shard, err)
+		return nil, fmt.Errorf("replica: shard %d log: %w", gc.shard, err)
 	}
 	defer func() {
 		if err != nil {
 			_ = g.logs.Close()
 		}
 	}()
-	hlog := hclog.New(&hclog.LoggerOptions{Name: fmt.Sprintf("raft-shard-%d", gc.shard), Level: hclog.Warn, Output: os.Stderr})
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(gc.dir, 2, hlog)
+	hlog := newRaftLogger(g.log)
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(gc.dir, snapshotsRetained, hlog)
 	if err != nil {
-		return nil, fmt.Errorf("kvs: shard %d snapshots: %w", gc.shard, err)
+		return nil, fmt.Errorf("replica: shard %d snapshots: %w", gc.shard, err)
 	}
-	cached, err := raft.NewLogCache(1024, g.logs)
+	cached, err := raft.NewLogCache(logCacheEntries, g.logs)
 	if err != nil {
 		return nil, err
 	}
-	g.stream = newShardStream(gc.shard, gc.self, gc.dial)
+	g.stream = newStream(gc.shard, gc.self, gc.dial)
 	g.transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream: g.stream, MaxPool: 3, Timeout: 10 * time.Second, Logger: hlog,
+		Stream: g.stream, MaxPool: transportPool, Timeout: transportTimeout, Logger: hlog,
 	})
+	defer func() {
+		if err != nil {
+			_ = g.transport.Close()
+			_ = g.stream.Close()
+		}
+	}()
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(gc.self)
 	rc.HeartbeatTimeout = gc.timing.HeartbeatTimeout
@@ -132,7 +178,7 @@ func openGroup(gc groupConfig) (g *replicaGroup, err error) {
 	rc.SnapshotThreshold = gc.timing.SnapshotThreshold
 	rc.TrailingLogs = gc.timing.TrailingLogs
 	rc.SnapshotInterval = gc.timing.SnapshotInterval
-	rc.MaxAppendEntries = 256 // entries per append RPC and per disk write: the group commit
+	rc.MaxAppendEntries = maxAppendEntries
 	rc.BatchApplyCh = true
 	rc.NotifyCh = g.notify
 	rc.Logger = hlog
@@ -142,8 +188,7 @@ func openGroup(gc groupConfig) (g *replicaGroup, err error) {
 	}
 	g.raft, err = raft.NewRaft(rc, g.fsm, cached, g.logs, snaps, g.transport)
 	if err != nil {
-		_ = g.transport.Close()
-		return nil, fmt.Errorf("kvs: shard %d raft: %w", gc.shard, err)
+		return nil, fmt.Errorf("replica: shard %d raft: %w", gc.shard, err)
 	}
 	if !existing {
 		var conf raft.Configuration
@@ -152,7 +197,7 @@ func openGroup(gc groupConfig) (g *replicaGroup, err error) {
 		}
 		if err := g.raft.BootstrapCluster(conf).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
 			_ = g.raft.Shutdown().Error()
-			return nil, fmt.Errorf("kvs: shard %d bootstrap: %w", gc.shard, err)
+			return nil, fmt.Errorf("replica: shard %d bootstrap: %w", gc.shard, err)
 		}
 	}
 	g.observer = raft.NewObserver(g.observed, false, func(o *raft.Observation) bool {
@@ -165,7 +210,7 @@ func openGroup(gc groupConfig) (g *replicaGroup, err error) {
 	g.raft.RegisterObserver(g.observer)
 	g.wg.Add(4)
 	go g.watchLeadership()
-	go g.watchPeers()
+	go g.watchHandBack()
 	go g.watchLeaderDeath()
 	go g.watchSilence()
 	return g, nil
@@ -173,7 +218,7 @@ func openGroup(gc groupConfig) (g *replicaGroup, err error) {
 
 // watchLeadership makes a new leader ready for reads: once a barrier in
 // its term has applied every earlier entry, reads may be served.
-func (g *replicaGroup) watchLeadership() {
+func (g *Group) watchLeadership() {
 	defer g.wg.Done()
 	for {
 		select {
@@ -184,7 +229,7 @@ func (g *replicaGroup) watchLeadership() {
 				continue
 			}
 			term := g.raft.CurrentTerm()
-			if err := g.await(g.raft.Barrier(10 * time.Second)); err != nil {
+			if err := g.await(g.raft.Barrier(barrierTimeout)); err != nil {
 				continue
 			}
 			if g.raft.CurrentTerm() == term && g.raft.State() == raft.Leader {
@@ -194,66 +239,22 @@ func (g *replicaGroup) watchLeadership() {
 	}
 }
 
-// watchPeers tracks which followers fail heartbeats, and hands leadership
-// back to the shard's preferred replica once it is healthy again, so that
-// leaders stay spread over the servers after a failover.
-func (g *replicaGroup) watchPeers() {
-	defer g.wg.Done()
-	tick := time.NewTicker(2 * time.Second)
-	defer tick.Stop()
-	var leaderSince time.Time
-	failing := map[string]bool{}           // peers whose heartbeats fail, as a leader sees
-	healthySince := map[string]time.Time{} // when a failing peer answered again
-	for {
-		select {
-		case <-g.stop:
-			return
-		case o := <-g.observed:
-			switch d := o.Data.(type) {
-			case raft.FailedHeartbeatObservation:
-				failing[string(d.PeerID)] = true
-				delete(healthySince, string(d.PeerID))
-			case raft.ResumedHeartbeatObservation:
-				delete(failing, string(d.PeerID))
-				healthySince[string(d.PeerID)] = time.Now()
-			}
-		case <-tick.C:
-			if g.raft.State() != raft.Leader {
-				leaderSince = time.Time{}
-				continue
-			}
-			if leaderSince.IsZero() {
-				leaderSince = time.Now()
-			}
-			if g.self == g.preferred || time.Since(leaderSince) < time.Second {
-				continue
-			}
-			if failing[g.preferred] {
-				continue
-			}
-			if t, ok := healthySince[g.preferred]; ok && time.Since(t) < 5*time.Second {
-				continue
-			}
-			g.log.Info("handing leadership to the preferred replica", "to", g.preferred)
-			if err := g.raft.LeadershipTransferToServer(raft.ServerID(g.preferred), raft.ServerAddress(g.preferred)).Error(); err != nil {
-				g.log.Info("leadership transfer failed", "to", g.preferred, "err", err)
-			}
-			leaderSince = time.Time{}
-		}
-	}
-}
-
-// leaderHint returns the address of the shard's leader as this replica
+// LeaderHint returns the address of the shard's leader as this replica
 // knows it, or "".
-func (g *replicaGroup) leaderHint() string {
+func (g *Group) LeaderHint() string {
 	addr, _ := g.raft.LeaderWithID()
 	return string(addr)
 }
 
-// errNotLeader says this replica cannot serve the shard now.
-var errNotLeader = errors.New("kvs: not the leader")
+// ErrLeadershipLost says a write's leader lost its leadership before the
+// write committed: it may or may not be applied later.
+var ErrLeadershipLost = raft.ErrLeadershipLost
 
-// readBarrier returns nil once a read that started before the call may be
+// ErrNotLeader says this replica cannot serve the shard now: it is not
+// the leader, or not yet ready to serve reads in its term.
+var ErrNotLeader = errors.New("replica: not the leader")
+
+// ReadBarrier returns nil once a read that started before the call may be
 // served from this replica's store: a barrier entry appended after the
 // read began has been committed by this replica as leader and applied,
 // with everything before it. That proves it still led after the read
@@ -265,38 +266,39 @@ var errNotLeader = errors.New("kvs: not the leader")
 // hashicorp/raft lets it be confirmed by replies to AppendEntries sent
 // before the call, which can let a deposed leader serve a stale read; the
 // fault test caught one.
-func (g *replicaGroup) readBarrier() error {
+func (g *Group) ReadBarrier() error {
 	term := g.raft.CurrentTerm()
 	if g.raft.State() != raft.Leader || g.readyTerm.Load() != term {
-		return errNotLeader
+		return ErrNotLeader
 	}
-	if err := g.await(g.raft.Barrier(replicaApplyTimeout)); err != nil || g.raft.CurrentTerm() != term {
-		return errNotLeader
+	if err := g.await(g.raft.Barrier(ApplyTimeout)); err != nil || g.raft.CurrentTerm() != term {
+		return ErrNotLeader
 	}
 	return nil
 }
 
-// write replicates one encoded batch and waits until it is committed and
-// applied. It returns errNotLeader when the entry was certainly not
+// Write replicates one encoded batch (wire.AppendBatchArgs of its writes,
+// session and sequence number) and waits until it is committed and
+// applied. It returns ErrNotLeader when the entry was certainly not
 // appended, and another error when its fate is unknown.
-func (g *replicaGroup) write(entry []byte, timeout time.Duration) (applyResult, error) {
+func (g *Group) Write(entry []byte, timeout time.Duration) error {
 	f := g.raft.Apply(entry, timeout)
 	if err := g.await(f); err != nil {
 		switch {
 		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrEnqueueTimeout),
 			errors.Is(err, raft.ErrLeadershipTransferInProgress):
-			return applyResult{}, errNotLeader
+			return ErrNotLeader
 		}
-		return applyResult{}, err
+		return err
 	}
 	res, _ := f.Response().(applyResult)
-	return res, res.err
+	return res.err
 }
 
 // await waits for a Raft future, or until the replica closes: raft never
 // answers a future still queued in its apply channel when it shuts down,
 // and a request waiting on one would hold up the server's shutdown.
-func (g *replicaGroup) await(f raft.Future) error {
+func (g *Group) await(f raft.Future) error {
 	done := make(chan error, 1)
 	go func() { done <- f.Error() }()
 	select {
@@ -307,11 +309,11 @@ func (g *replicaGroup) await(f raft.Future) error {
 	}
 }
 
-// status reports the replica's view of its shard, with the content digest
+// Status reports the replica's view of its shard, with the content digest
 // when withDigest.
-func (g *replicaGroup) status(withDigest bool) wire.ShardStatus {
+func (g *Group) Status(withDigest bool) wire.ShardStatus {
 	st := wire.ShardStatus{Shard: g.shard, Replicas: g.replicas, State: g.raft.State().String(),
-		Leader: g.leaderHint(), Term: g.raft.CurrentTerm(), LastIndex: g.raft.LastIndex(),
+		Leader: g.LeaderHint(), Term: g.raft.CurrentTerm(), LastIndex: g.raft.LastIndex(),
 		Commit: g.raft.CommitIndex(), Applied: g.raft.AppliedIndex(), Keys: g.fsm.current().Len(),
 		Restores: g.fsm.restores.Load()}
 	if last := g.raft.LastContact(); g.raft.State() != raft.Leader && !last.IsZero() {
@@ -326,7 +328,14 @@ func (g *replicaGroup) status(withDigest bool) wire.ShardStatus {
 	return st
 }
 
-func (g *replicaGroup) close() error {
+// Store returns the shard's current store, for reads after ReadBarrier.
+// A snapshot restore replaces it; callers take it anew for each batch.
+func (g *Group) Store() store.Store { return g.fsm.current() }
+
+// Shard returns the shard this group replicates.
+func (g *Group) Shard() int { return g.shard }
+
+func (g *Group) close() error {
 	close(g.stop)
 	g.raft.DeregisterObserver(g.observer)
 	err := g.raft.Shutdown().Error()

@@ -1,4 +1,4 @@
-package kvs
+package replica
 
 import (
 	"encoding/binary"
@@ -9,6 +9,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/hashicorp/raft"
 
+	"github.com/batchkv/batchkv/kvs/store"
 	"github.com/batchkv/batchkv/wire"
 )
 
@@ -18,7 +19,7 @@ import (
 // concurrently with them on the leader.
 type shardFSM struct {
 	store    atomic.Pointer[storeBox] // swapped whole by Restore
-	newStore func() Store
+	newStore func() store.Store
 
 	// sessions is touched only by raft's FSM goroutine.
 	sessions map[uint64]session
@@ -29,7 +30,7 @@ type shardFSM struct {
 	restores atomic.Uint64 // snapshots loaded by Restore
 }
 
-type storeBox struct{ Store }
+type storeBox struct{ store.Store }
 
 // session is what a shard remembers of one client session: the last batch
 // applied and when. A batch's reply is determined by its ops (every write
@@ -52,7 +53,7 @@ type applyResult struct {
 // so every replica drops the same sessions.
 const sessionSweepEvery = 1024
 
-func newShardFSM(newStore func() Store, ttl time.Duration) *shardFSM {
+func newShardFSM(newStore func() store.Store, ttl time.Duration) *shardFSM {
 	f := &shardFSM{newStore: newStore, sessions: map[uint64]session{}, sessionTTL: ttl}
 	f.store.Store(&storeBox{newStore()})
 	return f
@@ -73,7 +74,7 @@ func (f *shardFSM) Apply(l *raft.Log) any {
 	if err := wire.DecodeBatchArgs(l.Data, &args); err != nil {
 		// Only the leader's own Service writes entries, so this is a bug,
 		// not bad input; refuse the entry on every replica alike.
-		return applyResult{err: fmt.Errorf("kvs: log entry %d does not decode: %w", l.Index, err)}
+		return applyResult{err: fmt.Errorf("replica: log entry %d does not decode: %w", l.Index, err)}
 	}
 	if args.Session != 0 {
 		if s, ok := f.sessions[args.Session]; ok && args.Seq <= s.seq {
@@ -95,17 +96,12 @@ func (f *shardFSM) expireSessions(now int64) {
 }
 
 // applyWrites applies puts and deletes that passed Op.Check, in order.
-func applyWrites(st Store, ops []wire.Op) {
-	results := make([]wire.Result, len(ops))
-	if bs, ok := st.(BatchStore); ok {
-		bs.ApplyBatch(ops, results, nil, 0)
-		return
-	}
-	applyEach(st, ops, results, nil)
+func applyWrites(st store.Store, ops []wire.Op) {
+	store.Apply(st, ops, make([]wire.Result, len(ops)), nil, 0)
 }
 
 // current returns the shard's current store.
-func (f *shardFSM) current() Store { return f.store.Load().Store }
+func (f *shardFSM) current() store.Store { return f.store.Load().Store }
 
 // digest returns an order-independent hash of the shard's pairs: the sum
 // of every pair's xxhash. It reads the store while applies may go on, so

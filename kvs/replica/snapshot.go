@@ -1,4 +1,4 @@
-package kvs
+package replica
 
 import (
 	"bufio"
@@ -8,6 +8,9 @@ import (
 	"io"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/batchkv/batchkv/kvs/store"
+	"github.com/batchkv/batchkv/wire"
 )
 
 // A shard's snapshot is a stream:
@@ -65,28 +68,28 @@ func (f *shardFSM) Restore(rc io.ReadCloser) error {
 	r := bufio.NewReaderSize(rc, 1<<20)
 	head := make([]byte, len(snapshotMagic))
 	if _, err := io.ReadFull(r, head); err != nil {
-		return fmt.Errorf("kvs: snapshot header: %w", err)
+		return fmt.Errorf("replica: snapshot header: %w", err)
 	}
 	if string(head) != snapshotMagic {
-		return errors.New("kvs: not a shard snapshot")
+		return errors.New("replica: not a shard snapshot")
 	}
 	n, err := binary.ReadUvarint(r)
 	if err != nil {
-		return fmt.Errorf("kvs: snapshot sessions: %w", err)
+		return fmt.Errorf("replica: snapshot sessions: %w", err)
 	}
 	sessions := make(map[uint64]session, min(n, 1<<20))
 	var word [8]byte
 	for range n {
 		if _, err := io.ReadFull(r, word[:]); err != nil {
-			return fmt.Errorf("kvs: snapshot session: %w", err)
+			return fmt.Errorf("replica: snapshot session: %w", err)
 		}
 		id := binary.LittleEndian.Uint64(word[:])
 		seq, err := binary.ReadUvarint(r)
 		if err != nil {
-			return fmt.Errorf("kvs: snapshot session: %w", err)
+			return fmt.Errorf("replica: snapshot session: %w", err)
 		}
 		if _, err := io.ReadFull(r, word[:]); err != nil {
-			return fmt.Errorf("kvs: snapshot session: %w", err)
+			return fmt.Errorf("replica: snapshot session: %w", err)
 		}
 		sessions[id] = session{seq: seq, last: int64(binary.LittleEndian.Uint64(word[:]))}
 	}
@@ -95,18 +98,18 @@ func (f *shardFSM) Restore(rc io.ReadCloser) error {
 	for {
 		more, err := r.ReadByte()
 		if err != nil {
-			return fmt.Errorf("kvs: snapshot pairs: %w", err)
+			return fmt.Errorf("replica: snapshot pairs: %w", err)
 		}
 		if more == 0 {
 			break
 		}
-		if key, err = readChunk(r, key); err != nil {
+		if key, err = readChunk(r, key, wire.MaxKeyBytes); err != nil {
 			return err
 		}
-		if value, err = readChunk(r, value); err != nil {
+		if value, err = readChunk(r, value, wire.MaxValueBytes); err != nil {
 			return err
 		}
-		st.Put(aliasString(key), aliasString(value)) // stores copy what they keep
+		store.PutBytes(st, key, value)
 	}
 	f.sessions = sessions
 	f.store.Store(&storeBox{st})
@@ -114,21 +117,23 @@ func (f *shardFSM) Restore(rc io.ReadCloser) error {
 	return nil
 }
 
-// readChunk reads a uvarint length and that many bytes into buf.
-func readChunk(r *bufio.Reader, buf []byte) ([]byte, error) {
+// readChunk reads a uvarint length and that many bytes into buf. A length
+// over limit is refused before anything is allocated: a snapshot holds
+// only pairs that passed the wire's limits.
+func readChunk(r *bufio.Reader, buf []byte, limit int) ([]byte, error) {
 	n, err := binary.ReadUvarint(r)
 	if err != nil {
-		return nil, fmt.Errorf("kvs: snapshot pair: %w", err)
+		return nil, fmt.Errorf("replica: snapshot pair: %w", err)
 	}
-	if n > 1<<32 {
-		return nil, fmt.Errorf("kvs: snapshot pair of %d bytes", n)
+	if n > uint64(limit) {
+		return nil, fmt.Errorf("replica: snapshot pair part of %d bytes, limit %d", n, limit)
 	}
 	if uint64(cap(buf)) < n {
 		buf = make([]byte, n)
 	}
 	buf = buf[:n]
 	if _, err := io.ReadFull(r, buf); err != nil {
-		return nil, fmt.Errorf("kvs: snapshot pair: %w", err)
+		return nil, fmt.Errorf("replica: snapshot pair: %w", err)
 	}
 	return buf, nil
 }

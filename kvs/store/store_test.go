@@ -1,4 +1,4 @@
-package kvs_test
+package store_test
 
 import (
 	"bytes"
@@ -8,18 +8,19 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/batchkv/batchkv/kvs"
+	"github.com/batchkv/batchkv/kvs/store"
 	"github.com/batchkv/batchkv/wire"
 )
 
 // forEachStore runs f as a subtest on a fresh store of every kind.
-func forEachStore(t *testing.T, f func(t *testing.T, s kvs.Store)) {
-	for _, name := range kvs.Stores {
+func forEachStore(t *testing.T, f func(t *testing.T, s store.Store)) {
+	for _, name := range store.Kinds {
 		t.Run(name, func(t *testing.T) {
-			s, ok := kvs.NewStore(name)
+			s, ok := store.New(name)
 			require.True(t, ok)
 			f(t, s)
 		})
@@ -27,8 +28,8 @@ func forEachStore(t *testing.T, f func(t *testing.T, s kvs.Store)) {
 }
 
 func TestStoreBasics(t *testing.T) {
-	forEachStore(t, func(t *testing.T, s kvs.Store) {
-		_, ok := kvs.Get(s, "a")
+	forEachStore(t, func(t *testing.T, s store.Store) {
+		_, ok := store.Get(s, "a")
 		require.False(t, ok)
 		dst, ok := s.AppendGet([]byte("x"), "a")
 		require.False(t, ok)
@@ -40,28 +41,28 @@ func TestStoreBasics(t *testing.T) {
 		dst, ok = s.AppendGet([]byte("x"), "a")
 		require.True(t, ok)
 		require.Equal(t, "x1", string(dst))
-		v, ok := kvs.Get(s, "")
+		v, ok := store.Get(s, "")
 		require.True(t, ok)
 		require.Equal(t, "empty key", v)
-		v, ok = kvs.Get(s, "b")
+		v, ok = store.Get(s, "b")
 		require.True(t, ok, "an empty value is present")
 		require.Empty(t, v)
 		require.Equal(t, 3, s.Len())
 
 		s.Put("a", "a longer value than before")
-		v, _ = kvs.Get(s, "a")
+		v, _ = store.Get(s, "a")
 		require.Equal(t, "a longer value than before", v)
 		s.Put("a", "short")
-		v, _ = kvs.Get(s, "a")
+		v, _ = store.Get(s, "a")
 		require.Equal(t, "short", v)
 
 		s.Delete("a")
 		s.Delete("never there")
-		_, ok = kvs.Get(s, "a")
+		_, ok = store.Get(s, "a")
 		require.False(t, ok)
 		require.Equal(t, 2, s.Len())
 		s.Put("a", "back")
-		v, _ = kvs.Get(s, "a")
+		v, _ = store.Get(s, "a")
 		require.Equal(t, "back", v)
 		require.Equal(t, 3, s.Len())
 	})
@@ -70,11 +71,11 @@ func TestStoreBasics(t *testing.T) {
 // TestStoreCopiesArguments: the service passes keys and values that alias
 // buffers it reuses, so a store must not keep them.
 func TestStoreCopiesArguments(t *testing.T) {
-	forEachStore(t, func(t *testing.T, s kvs.Store) {
+	forEachStore(t, func(t *testing.T, s store.Store) {
 		buf := []byte("key1value1")
 		s.Put(aliased(buf[:4]), aliased(buf[4:]))
 		copy(buf, "XXXXXXXXXX")
-		v, ok := kvs.Get(s, "key1")
+		v, ok := store.Get(s, "key1")
 		require.True(t, ok)
 		require.Equal(t, "value1", v)
 	})
@@ -82,13 +83,13 @@ func TestStoreCopiesArguments(t *testing.T) {
 
 // aliased returns b as a string that shares b's bytes, as the server's
 // decoded requests do.
-func aliased(b []byte) string { return unsafeString(b) }
+func aliased(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // TestStoreMatchesMap drives each store and a Go map with the same random
 // puts (of varying sizes, so records move and arenas compact), deletes and
 // gets over enough keys to grow the tables several times.
 func TestStoreMatchesMap(t *testing.T) {
-	forEachStore(t, func(t *testing.T, s kvs.Store) {
+	forEachStore(t, func(t *testing.T, s store.Store) {
 		rng := rand.New(rand.NewPCG(7, 7))
 		model := map[string]string{}
 		const keys = 20000
@@ -103,7 +104,7 @@ func TestStoreMatchesMap(t *testing.T) {
 				s.Delete(k)
 				delete(model, k)
 			default:
-				got, ok := kvs.Get(s, k)
+				got, ok := store.Get(s, k)
 				want, wantOK := model[k]
 				require.Equal(t, wantOK, ok, "presence of %q at op %d", k, i)
 				require.Equal(t, want, got, "value of %q at op %d", k, i)
@@ -111,7 +112,7 @@ func TestStoreMatchesMap(t *testing.T) {
 		}
 		require.Equal(t, len(model), s.Len())
 		for k, want := range model {
-			got, ok := kvs.Get(s, k)
+			got, ok := store.Get(s, k)
 			require.True(t, ok, k)
 			require.Equal(t, want, got, k)
 		}
@@ -133,7 +134,7 @@ func TestStoreMatchesMap(t *testing.T) {
 // another while writers overwrite keys with values of one repeated byte,
 // in place and (when the size changes) by moving them. Run with -race.
 func TestStoreReadsAreAtomic(t *testing.T) {
-	forEachStore(t, func(t *testing.T, s kvs.Store) {
+	forEachStore(t, func(t *testing.T, s store.Store) {
 		const keys = 64
 		for k := range keys {
 			s.Put(fmt.Sprint(k), "a")
@@ -176,7 +177,7 @@ func TestStoreReadsAreAtomic(t *testing.T) {
 }
 
 func TestNewStoreUnknown(t *testing.T) {
-	_, ok := kvs.NewStore("btree")
+	_, ok := store.New("btree")
 	require.False(t, ok)
 }
 
@@ -185,7 +186,7 @@ func TestNewStoreUnknown(t *testing.T) {
 // probe empty slots, and checks every result against a Go map applying
 // the same ops in order: ops on one key must keep their batch order.
 func TestApplyBatchMatchesMap(t *testing.T) {
-	s := kvs.NewArenaStore()
+	s := store.NewArena()
 	model := map[string]string{}
 	rng := rand.New(rand.NewPCG(11, 11))
 	for round := range 3000 {

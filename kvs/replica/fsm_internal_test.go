@@ -1,4 +1,4 @@
-package kvs
+package replica
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/stretchr/testify/require"
+
+	"github.com/batchkv/batchkv/kvs/store"
 )
 
 // memSink is a raft.SnapshotSink that keeps the snapshot in memory.
@@ -22,11 +24,11 @@ func (s *memSink) Close() error  { return nil }
 // moved to another key changes it. A snapshot restored elsewhere has the
 // same digest and counts as a restore.
 func TestShardDigest(t *testing.T) {
-	for _, name := range Stores {
+	for _, name := range store.Kinds {
 		t.Run(name, func(t *testing.T) {
-			proto, _ := NewStore(name)
-			fill := func(order []int, edit func(Store)) *shardFSM {
-				f := newShardFSM(storeMaker(proto), defaultSessionTTL)
+			newStore := func() store.Store { s, _ := store.New(name); return s }
+			fill := func(order []int, edit func(store.Store)) *shardFSM {
+				f := newShardFSM(newStore, DefaultSessionTTL)
 				for _, i := range order {
 					f.current().Put(fmt.Sprintf("k%d", i), fmt.Sprintf("v%d", i))
 				}
@@ -42,11 +44,11 @@ func TestShardDigest(t *testing.T) {
 			base := fill(fwd, nil).digest()
 			require.NotZero(t, base)
 			require.Equal(t, base, fill(rev, nil).digest())
-			require.NotEqual(t, base, fill(fwd, func(s Store) { s.Put("k7", "v8") }).digest())
-			require.NotEqual(t, base, fill(fwd, func(s Store) { s.Delete("k7") }).digest())
+			require.NotEqual(t, base, fill(fwd, func(s store.Store) { s.Put("k7", "v8") }).digest())
+			require.NotEqual(t, base, fill(fwd, func(s store.Store) { s.Delete("k7") }).digest())
 			// "k1"+"0v1" and "k10"+"v1" concatenate alike; lengths keep them apart.
-			require.NotEqual(t, fill(nil, func(s Store) { s.Put("k1", "0v1") }).digest(),
-				fill(nil, func(s Store) { s.Put("k10", "v1") }).digest())
+			require.NotEqual(t, fill(nil, func(s store.Store) { s.Put("k1", "0v1") }).digest(),
+				fill(nil, func(s store.Store) { s.Put("k10", "v1") }).digest())
 
 			src := fill(fwd, nil)
 			snap, err := src.Snapshot()

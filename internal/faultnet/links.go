@@ -1,9 +1,22 @@
-package chaos
+// Package faultnet puts a toxiproxy proxy, embedded in the calling
+// process, on every directed link between n servers, so that tests and the
+// chaos harness can slow, cut or silence any server's links:
+//
+//	l, _ := faultnet.NewLinks(addrs) // after the servers' ports are taken
+//	defer l.Close()
+//	dial := l.Dialer(i, addrs)       // server i's Raft dialer, through its links
+//	l.SetLatency(leader, 100*time.Millisecond)
+//	l.Isolate(node, true); l.Mute(node, true); l.Heal(node)
+//
+// A server run as a process takes the same routes with -raft-via
+// (Links.Via). Client traffic never goes through the proxies.
+package faultnet
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 
@@ -35,7 +48,7 @@ func NewLinks(addrs []string) (*Links, error) {
 			p := toxiproxy.NewProxy(api, fmt.Sprintf("raft-%d-%d", i, j), "127.0.0.1:0", addrs[j])
 			if err := p.Start(); err != nil {
 				l.Close()
-				return nil, fmt.Errorf("chaos: proxy %d->%d: %w", i, j, err)
+				return nil, fmt.Errorf("faultnet: proxy %d->%d: %w", i, j, err)
 			}
 			l.p[i][j] = p
 			l.addr[i][j] = p.Listen
@@ -53,6 +66,20 @@ func (l *Links) Via(i int, addrs []string) string {
 		}
 	}
 	return strings.Join(pairs, ",")
+}
+
+// Dialer returns server i's Raft dialer: a connection to a peer's address
+// goes through the proxy of the link from i to that peer; any other address
+// is dialled directly.
+func (l *Links) Dialer(i int, addrs []string) func(addr string, timeout time.Duration) (net.Conn, error) {
+	return func(addr string, timeout time.Duration) (net.Conn, error) {
+		for j, a := range addrs {
+			if a == addr && l.addr[i][j] != "" {
+				addr = l.addr[i][j]
+			}
+		}
+		return net.DialTimeout("tcp", addr, timeout)
+	}
 }
 
 // Addr returns the address of the link from i to j.
@@ -88,7 +115,7 @@ func (l *Links) SetLatency(node int, d time.Duration) error {
 				`{"name":%q,"type":"latency","stream":%q,"toxicity":1,"attributes":{"latency":%d}}`,
 				name, stream, d.Milliseconds())))
 			if err != nil {
-				return fmt.Errorf("chaos: latency on %s: %w", p.Name, err)
+				return fmt.Errorf("faultnet: latency on %s: %w", p.Name, err)
 			}
 		}
 		return nil
@@ -106,7 +133,7 @@ func (l *Links) Isolate(node int, on bool) error {
 			return nil
 		}
 		if err := p.Start(); err != nil && !errors.Is(err, toxiproxy.ErrProxyAlreadyStarted) {
-			return fmt.Errorf("chaos: restart %s: %w", p.Name, err)
+			return fmt.Errorf("faultnet: restart %s: %w", p.Name, err)
 		}
 		return nil
 	})
@@ -130,7 +157,7 @@ func (l *Links) Mute(node int, on bool) error {
 		_, err := p.Toxics.AddToxicJson(strings.NewReader(fmt.Sprintf(
 			`{"name":"mute","type":"timeout","stream":%q,"toxicity":1,"attributes":{"timeout":0}}`, stream)))
 		if err != nil {
-			return fmt.Errorf("chaos: mute %s: %w", p.Name, err)
+			return fmt.Errorf("faultnet: mute %s: %w", p.Name, err)
 		}
 		return nil
 	})

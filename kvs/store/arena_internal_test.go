@@ -1,4 +1,4 @@
-package kvs
+package store
 
 import (
 	"hash/maphash"
@@ -14,7 +14,7 @@ import (
 // empty slot's tag bits; the prefetching pass must not take that slot for
 // a record. Found by a standard run, where the server panicked.
 func TestApplyBatchTagZeroOnEmptySlot(t *testing.T) {
-	s := NewArenaStore()
+	s := NewArena()
 	key := ""
 	for i := 0; key == ""; i++ {
 		if k := strconv.Itoa(i); tagOf(maphash.String(s.seed, k)) == 0 {

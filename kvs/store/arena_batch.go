@@ -1,4 +1,4 @@
-package kvs
+package store
 
 import (
 	"hash/maphash"
@@ -7,9 +7,9 @@ import (
 	"github.com/batchkv/batchkv/wire"
 )
 
-// BatchStore is a Store that can apply a whole batch in one call, faster
+// Batcher is a Store that can apply a whole batch in one call, faster
 // than op by op. The service uses it when the store has it.
-type BatchStore interface {
+type Batcher interface {
 	Store
 	// ApplyBatch applies ops, every one of which has passed wire.Op.Check,
 	// and writes op i's result to results[i]. Ops on one key take effect in
@@ -32,7 +32,7 @@ type batchScratch struct {
 
 var batchScratchPool = sync.Pool{New: func() any { return new(batchScratch) }}
 
-// ApplyBatch implements BatchStore.
+// ApplyBatch implements Batcher.
 //
 // A lookup over millions of keys is two cache misses (its slot, then its
 // record), and done one op at a time they are paid one after the other: a
@@ -42,7 +42,7 @@ var batchScratchPool = sync.Pool{New: func() any { return new(batchScratch) }}
 // all of its ops, and walks them in groups: first it touches the slots and
 // records of a group, so that their misses overlap, then it applies the
 // group's ops, whose data is by then in the cache.
-func (s *ArenaStore) ApplyBatch(ops []wire.Op, results []wire.Result, vals []byte, maxVals int) []byte {
+func (s *Arena) ApplyBatch(ops []wire.Op, results []wire.Result, vals []byte, maxVals int) []byte {
 	sc := batchScratchPool.Get().(*batchScratch)
 	defer batchScratchPool.Put(sc)
 	if cap(sc.hash) < len(ops) {

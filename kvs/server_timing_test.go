@@ -1,8 +1,8 @@
 package kvs
 
-// Benchmarks of the server's side alone, on one goroutine: the store over
-// the standard run's 1,000,000 keys and the work of one batch from request
-// bytes to reply bytes. Run with -cpu 1 for what one core can do, and
+// Benchmarks of the server's side alone, on one goroutine: the work of one
+// batch from request bytes to reply bytes, over a store of the standard
+// run's 1,000,000 keys (the stores alone: kvs/store). Run with -cpu 1 for what one core can do, and
 // compare commits with benchstat:
 //
 //	go test -run XXX -bench . -cpu 1 -count 10 ./kvs/ > new.txt
@@ -12,9 +12,9 @@ package kvs
 
 import (
 	"runtime"
-	"sync"
 	"testing"
 
+	"github.com/batchkv/batchkv/kvs/store"
 	"github.com/batchkv/batchkv/wire"
 	"github.com/batchkv/batchkv/workload"
 )
@@ -25,88 +25,24 @@ const (
 	benchBatchOps   = 8192
 )
 
-var (
-	benchStoreMu   sync.Mutex
-	benchStore     Store // the last store loadedStore loaded
-	benchStoreName string
-)
-
 // loadedStore returns a store of the given kind holding every key of the
-// standard run, loaded in key order as kvsclient's preload loads them.
-// It keeps one store at a time, so that a benchmark's garbage collections
-// do not also scan another kind's store.
-func loadedStore(b *testing.B, name string) Store {
-	benchStoreMu.Lock()
-	defer benchStoreMu.Unlock()
-	if benchStoreName == name {
-		return benchStore
-	}
-	benchStore, benchStoreName = nil, ""
+// standard run.
+func loadedStore(b *testing.B, kind string) store.Store {
 	runtime.GC()
-	s, ok := NewStore(name)
+	s, ok := store.New(kind)
 	if !ok {
-		b.Fatalf("no store %q", name)
+		b.Fatalf("no store %q", kind)
 	}
-	keys := workload.Keys(benchRecords)
 	value := workload.Value(benchValueBytes, 1)
-	for _, k := range keys {
+	for _, k := range workload.Keys(benchRecords) {
 		s.Put(k, value)
 	}
-	benchStore, benchStoreName = s, name
 	return s
 }
 
-// uniformKeys returns n keys drawn uniformly over the records (Theta 0):
-// harder on the cache than the standard run's Zipfian keys, whose hot
-// records stay cached, so these benchmarks bound the server's cost from
-// above.
-func uniformKeys(b *testing.B, n int) []string {
-	gen, err := workload.New(workload.Config{Name: "YCSB-C", Theta: 0, Records: benchRecords, Seed: 1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	keys := make([]string, n)
-	for i := range keys {
-		keys[i] = workload.Key(gen.Next().Record)
-	}
-	return keys
-}
-
-func BenchmarkStoreGet(b *testing.B) {
-	for _, name := range Stores {
-		b.Run(name, func(b *testing.B) {
-			s := loadedStore(b, name)
-			keys := uniformKeys(b, 1<<20)
-			buf := make([]byte, 0, 1024)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				var ok bool
-				if buf, ok = s.AppendGet(buf[:0], keys[i&(len(keys)-1)]); !ok {
-					b.Fatal("miss")
-				}
-			}
-		})
-	}
-}
-
-func BenchmarkStorePut(b *testing.B) {
-	for _, name := range Stores {
-		b.Run(name, func(b *testing.B) {
-			s := loadedStore(b, name)
-			keys := uniformKeys(b, 1<<20)
-			value := workload.Value(benchValueBytes, 2)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				s.Put(keys[i&(len(keys)-1)], value)
-			}
-		})
-	}
-}
-
 // ycsbBatches returns encoded BatchOp request bodies of YCSB-B's mix (95%
-// gets) over uniform keys (see uniformKeys).
+// gets) over keys drawn uniformly over the records: harder on the cache
+// than the standard run's Zipfian keys, so this bounds the cost from above.
 func ycsbBatches(b *testing.B, n int) [][]byte {
 	gen, err := workload.New(workload.Config{Name: "YCSB-B", Theta: 0, Records: benchRecords, Seed: 3})
 	if err != nil {
@@ -129,7 +65,7 @@ func ycsbBatches(b *testing.B, n int) [][]byte {
 func BenchmarkServerBatch(b *testing.B) {
 	variants := []struct {
 		name, store string
-		each        bool // hide BatchStore: apply op by op
+		each        bool // hide store.Batcher: apply op by op
 	}{
 		{"syncmap", "syncmap", true},
 		{"arena-each", "arena", true},
@@ -137,11 +73,12 @@ func BenchmarkServerBatch(b *testing.B) {
 	}
 	for _, v := range variants {
 		b.Run(v.name, func(b *testing.B) {
-			var store Store = loadedStore(b, v.store)
+			var st store.Store = loadedStore(b, v.store)
 			if v.each {
-				store = struct{ Store }{store}
+				st = struct{ store.Store }{st}
 			}
-			svc := &Service{store: store, stats: &Stats{}}
+			stats := &Stats{}
+			svc := &Service{backend: &localBackend{store: st, apply: &applier{stats: stats}}, stats: stats}
 			bodies := ycsbBatches(b, 64)
 			var args wire.BatchArgs
 			var out []byte

@@ -1,0 +1,67 @@
+package kvs
+
+import (
+	"sync/atomic"
+
+	"github.com/batchkv/batchkv/kvs/store"
+	"github.com/batchkv/batchkv/wire"
+)
+
+const (
+	// maxValueBuf caps the first allocation of a batch's value buffer.
+	maxValueBuf = 4 << 20
+	// maxReplyValues caps the bytes of values one batch may read, so that
+	// its reply fits in a frame (wire.MaxFrameBytes, with room for the
+	// results' headers). Gets past it answer StatusTooLarge: without it,
+	// 65,536 gets of one 1 MiB value would make the server build a 64 GiB
+	// reply.
+	maxReplyValues = wire.MaxFrameBytes - 1<<20
+)
+
+// applier applies ops to a store and counts them in stats. Every backend
+// reads and writes its stores through one.
+type applier struct {
+	stats *Stats
+	// valueBytes is the mean value size read by the last batch, plus one:
+	// the next batch sizes its value buffer from it.
+	valueBytes atomic.Uint64
+}
+
+// apply applies ops to st, in order, writing their results. The values
+// read are copied into one buffer per call, which the results' values
+// alias.
+func (a *applier) apply(st store.Store, ops []wire.Op, results []wire.Result) {
+	var gets, puts, dels, rejected uint64
+	for i := range ops {
+		switch {
+		case ops[i].Check() != wire.StatusOK:
+			rejected++
+		case ops[i].Code == wire.OpGet:
+			gets++
+		case ops[i].Code == wire.OpPut:
+			puts++
+		default:
+			dels++
+		}
+	}
+	vals := store.Apply(st, ops, results, make([]byte, 0, a.valueBufSize(gets)), maxReplyValues)
+	if gets > 0 {
+		a.valueBytes.Store(uint64(len(vals))/gets + 1)
+	}
+	// One atomic add per counter per batch, not per op.
+	a.stats.add(&a.stats.Gets, gets)
+	a.stats.add(&a.stats.Puts, puts)
+	a.stats.add(&a.stats.Deletes, dels)
+	a.stats.add(&a.stats.Rejected, rejected)
+}
+
+// valueBufSize guesses the bytes of values that a batch with gets gets
+// will read, from the last batch's mean; append grows the buffer beyond
+// this first allocation when needed.
+func (a *applier) valueBufSize(gets uint64) int {
+	per := a.valueBytes.Load()
+	if per == 0 {
+		per = 64
+	}
+	return int(min(gets*per, maxValueBuf))
+}

@@ -1,0 +1,120 @@
+package kvs
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/batchkv/batchkv/client"
+	"github.com/batchkv/batchkv/kvs/replica"
+	"github.com/batchkv/batchkv/kvs/store"
+	"github.com/batchkv/batchkv/ring"
+	"github.com/batchkv/batchkv/shard"
+	"github.com/batchkv/batchkv/wire"
+)
+
+// backend serves the ops that reach a Service. The server picks one when it
+// starts, from its Config:
+//
+//   - local: one server that owns every key (memory only);
+//   - ring: one of several memory-only servers, each owning the keys that
+//     the ring gives it and forwarding the rest (backend_ring.go);
+//   - replicated: shards that are Raft groups (backend_replicated.go).
+type backend interface {
+	// batch serves a BatchOp of at most wire.MaxBatchOps ops: it sets
+	// reply.Status, and when that is StatusOK one result per op in
+	// reply.Results.
+	batch(args *wire.BatchArgs, reply *wire.BatchReply)
+	// one serves a single valid op of the course skeleton's RPCs.
+	one(op wire.Op) wire.Result
+	// shards reports the replicated shards this server hosts, with their
+	// content digests when withDigest; nil when it replicates nothing.
+	shards(withDigest bool) []wire.ShardStatus
+	// close releases what the backend holds. It is called once.
+	close() error
+}
+
+// localBackend is a server that owns every key.
+type localBackend struct {
+	store store.Store
+	apply *applier
+}
+
+func (b *localBackend) batch(args *wire.BatchArgs, reply *wire.BatchReply) {
+	reply.Status = wire.StatusOK
+	reply.Results = make([]wire.Result, len(args.Ops))
+	b.apply.apply(b.store, args.Ops, reply.Results)
+}
+
+func (b *localBackend) one(op wire.Op) wire.Result {
+	res := make([]wire.Result, 1)
+	b.apply.apply(b.store, []wire.Op{op}, res)
+	return res[0]
+}
+
+func (b *localBackend) shards(bool) []wire.ShardStatus { return nil }
+
+func (b *localBackend) close() error { return nil }
+
+// newBackend picks the backend cfg asks for, and the layout that
+// KVService.Layout answers with.
+func newBackend(cfg *Config, stats *Stats) (backend, wire.Layout, error) {
+	apply := &applier{stats: stats}
+	layout := wire.Layout{Servers: cfg.Peers, VirtualNodes: cfg.VirtualNodes}
+	switch {
+	case cfg.Replicated():
+		return newReplicatedBackend(cfg, apply, stats)
+	case len(cfg.Peers) > 0:
+		r, err := ring.New(cfg.Peers, cfg.VirtualNodes)
+		if err != nil {
+			return nil, layout, fmt.Errorf("kvs: %w", err)
+		}
+		fwd, err := client.New(client.Config{Servers: cfg.Peers, VirtualNodes: cfg.VirtualNodes})
+		if err != nil {
+			return nil, layout, fmt.Errorf("kvs: forwarding client: %w", err)
+		}
+		return &ringBackend{store: cfg.Store, apply: apply, stats: stats, ring: r,
+			self: slices.Index(cfg.Peers, cfg.Self), fwd: fwd}, layout, nil
+	default:
+		if cfg.Self != "" {
+			layout.Servers = []string{cfg.Self}
+		}
+		return &localBackend{store: cfg.Store, apply: apply}, layout, nil
+	}
+}
+
+// newReplicatedBackend opens this server's replicas of its shards.
+func newReplicatedBackend(cfg *Config, apply *applier, stats *Stats) (backend, wire.Layout, error) {
+	servers := cfg.Peers
+	if len(servers) == 0 {
+		servers = []string{cfg.Self}
+	}
+	l, err := shard.New(servers, cfg.Shards, max(cfg.Replicas, 1), cfg.VirtualNodes)
+	if err != nil {
+		return nil, wire.Layout{}, fmt.Errorf("kvs: %w", err)
+	}
+	layout := wire.Layout{Servers: l.Servers(), VirtualNodes: cfg.VirtualNodes, Replicas: l.RF(), Shards: l.Shards()}
+	set, err := replica.Open(replica.Config{Layout: l, Self: cfg.Self, DataDir: cfg.DataDir, NoSync: cfg.NoSync,
+		Timing: cfg.Raft, SessionTTL: cfg.SessionTTL, NewStore: storeMaker(cfg.Store), Dial: cfg.DialRaft,
+		PeerStatus: client.Status, Logger: cfg.Logger})
+	if err != nil {
+		return nil, layout, err
+	}
+	fwd, err := client.New(client.Config{Servers: servers, VirtualNodes: cfg.VirtualNodes,
+		Replicas: l.RF(), Shards: l.Shards()})
+	if err != nil {
+		_ = set.Close()
+		return nil, layout, fmt.Errorf("kvs: forwarding client: %w", err)
+	}
+	return &replicatedBackend{set: set, apply: apply, stats: stats, fwd: fwd, log: cfg.Logger}, layout, nil
+}
+
+// storeMaker returns a constructor of empty stores of proto's kind, for
+// each shard and each snapshot restore: Config.Store is the kind to use,
+// not a store to fill, when replicated. A store of another type (tests
+// wrap stores) gets the default kind.
+func storeMaker(proto store.Store) func() store.Store {
+	if _, ok := proto.(*store.SyncMap); ok {
+		return func() store.Store { return store.NewSyncMap() }
+	}
+	return func() store.Store { return store.NewArena() }
+}

@@ -1,0 +1,98 @@
+package kvs
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/batchkv/batchkv/client"
+	"github.com/batchkv/batchkv/kvs/store"
+	"github.com/batchkv/batchkv/ring"
+	"github.com/batchkv/batchkv/wire"
+)
+
+// forwardTimeout bounds an op forwarded to the server that owns it.
+const forwardTimeout = 10 * time.Second
+
+// ringBackend is one of several memory-only servers: it owns the keys the
+// ring gives it and forwards the others to their owners.
+//
+// A batch routed with this server's ring (args.RingID equal to its ID) is
+// applied as is. A batch with RingID 0 is unrouted: ops this server owns
+// are applied here and the rest are forwarded. A batch routed with some
+// other ring is rejected whole with StatusWrongRing, since applying it
+// could put a key on a server that does not own it.
+type ringBackend struct {
+	store store.Store
+	apply *applier
+	stats *Stats
+	ring  *ring.Ring
+	self  int            // our index in ring
+	fwd   *client.Client // to the other servers
+}
+
+func (b *ringBackend) batch(args *wire.BatchArgs, reply *wire.BatchReply) {
+	switch {
+	case args.RingID == b.ring.ID():
+		reply.Results = make([]wire.Result, len(args.Ops))
+		b.apply.apply(b.store, args.Ops, reply.Results)
+	case args.RingID != 0:
+		reply.Status = wire.StatusWrongRing
+		reply.Err = fmt.Sprintf("batch routed with ring %016x; this server's ring is %016x over %v",
+			args.RingID, b.ring.ID(), b.ring.Nodes())
+		return
+	default:
+		reply.Results = make([]wire.Result, len(args.Ops))
+		b.route(args.Ops, reply.Results)
+	}
+	reply.Status = wire.StatusOK
+}
+
+func (b *ringBackend) one(op wire.Op) wire.Result {
+	res := make([]wire.Result, 1)
+	b.route([]wire.Op{op}, res)
+	return res[0]
+}
+
+// route applies the ops this server owns and forwards the rest. Ops on one
+// key all go the same way, so they keep their batch order.
+func (b *ringBackend) route(ops []wire.Op, results []wire.Result) {
+	var local, remote []wire.Op
+	var localAt, remoteAt []int
+	for i := range ops {
+		if ops[i].Check() != wire.StatusOK || b.ring.Owner(ops[i].Key) == b.self {
+			local = append(local, ops[i])
+			localAt = append(localAt, i)
+		} else {
+			remote = append(remote, ops[i])
+			remoteAt = append(remoteAt, i)
+		}
+	}
+	sub := make([]wire.Result, len(local))
+	b.apply.apply(b.store, local, sub)
+	for j, i := range localAt {
+		results[i] = sub[j]
+	}
+	if len(remote) == 0 {
+		return
+	}
+	sub = make([]wire.Result, len(remote))
+	forward(b.fwd, b.stats, remote, sub)
+	for j, i := range remoteAt {
+		results[i] = sub[j]
+	}
+}
+
+func (b *ringBackend) shards(bool) []wire.ShardStatus { return nil }
+
+func (b *ringBackend) close() error { return b.fwd.Close() }
+
+// forward sends ops through fwd, which finds each key's owner (or shard
+// leader), and writes their results.
+func forward(fwd *client.Client, stats *Stats, ops []wire.Op, results []wire.Result) {
+	stats.Forwarded.Add(uint64(len(ops)))
+	ctx, cancel := context.WithTimeout(context.Background(), forwardTimeout)
+	defer cancel()
+	// On error, DoInto has already marked the failed ops unavailable.
+	_ = fwd.DoInto(ctx, ops, results)
+}

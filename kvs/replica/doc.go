@@ -1,0 +1,26 @@
+// Package replica replicates a server's shards: each shard it hosts is a
+// hashicorp/raft group whose state machine is a store.Store plus a session
+// table that makes retried batches apply once.
+//
+// The server opens a Set at start, hands it the Raft connections that
+// arrive on its port (Accept; they open with Preamble), and serves each
+// batch on the shard's Group:
+//
+//	set, err := replica.Open(replica.Config{Layout: l, Self: addr, DataDir: dir})
+//	g := set.Group(shard) // nil: not hosted here
+//	// reads: after ReadBarrier, from g.Store()
+//	// writes: g.Write(wire.AppendBatchArgs(nil, &writes), timeout)
+//	set.Close()
+//
+// A write is acknowledged once its entry is committed (on stable storage
+// of a majority) and applied. A read is served only after a barrier entry
+// appended after it began has been committed and applied by this replica
+// as leader, so no read is stale.
+//
+// Failover is Raft's, sped up by two watchers whose decisions live in
+// package failover: a follower whose leader's port refuses connections
+// calls an election at once (failover.go), and one whose leader has gone
+// silent asks its peers and calls one as soon as a majority agrees
+// (silence.go). A leader hands leadership back to the shard's preferred
+// replica once it is healthy (handback.go), so leaders stay spread.
+package replica

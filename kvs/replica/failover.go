@@ -1,0 +1,151 @@
+package replica
+
+import (
+	"errors"
+	"net"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/batchkv/batchkv/kvs/replica/failover"
+)
+
+// Fast failover after a crash. Followers normally notice a dead leader
+// when their heartbeat timeout runs out (0.8-1.6 s after the last contact,
+// checked at random times, so up to about 2.4 s), and with pre-vote an
+// election succeeds only once a majority has noticed. But a crashed process
+// leaves a trace at once: the kernel closes its connections and its port
+// refuses new ones. So when an inbound Raft connection of a shard ends, its
+// follower probes the leader's port and its other peers, and
+// failover.CrashedLeader decides whether to call an election and when.
+//
+// A follower calls an election as a leadership transfer does: it sends its
+// own Raft node a TimeoutNow request, which makes it a candidate whose vote
+// requests are granted although the voters' timeouts have not run out.
+//
+// A leader that is paused, or cut off by a network that drops packets,
+// refuses nothing; silence.go handles it.
+
+// watchedConn is an inbound Raft connection that reports when it ends.
+type watchedConn struct {
+	net.Conn
+	once  sync.Once
+	ended func()
+}
+
+func (c *watchedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err != nil {
+		c.once.Do(c.ended)
+	}
+	return n, err
+}
+
+// suspectLeader asks watchLeaderDeath to check the leader.
+func (g *Group) suspectLeader() {
+	select {
+	case g.suspect <- struct{}{}:
+	default:
+	}
+}
+
+// view returns this replica's view of its shard for the failover
+// decisions.
+func (g *Group) view() failover.View {
+	leader, _ := g.raft.LeaderWithID()
+	return failover.View{Self: g.self, Replicas: g.replicas, Leader: string(leader),
+		Follower: g.raft.State() == raft.Follower}
+}
+
+// watchLeaderDeath checks the leader each time an inbound connection
+// ends, and calls an election when it is dead.
+func (g *Group) watchLeaderDeath() {
+	defer g.wg.Done()
+	for {
+		select {
+		case <-g.stop:
+			return
+		case <-g.suspect:
+		}
+		since := time.Now()
+		v := g.view()
+		turn, elect := failover.CrashedLeader(v, g.probeAll(v), g.timing)
+		if !elect {
+			continue
+		}
+		wait := failover.CrashWait(turn, time.Since(since), g.heartbeat)
+		if !g.electInTurn(wait, since, v.Leader, "leader's port refuses connections: calling an election now") {
+			return
+		}
+	}
+}
+
+// probeAll probes the leader of v and, only if it is gone, the other
+// replicas.
+func (g *Group) probeAll(v failover.View) map[string]failover.Probe {
+	if !v.Follower || v.Leader == "" {
+		return nil
+	}
+	probes := map[string]failover.Probe{v.Leader: g.probe(v.Leader)}
+	if probes[v.Leader] != failover.Gone {
+		return probes
+	}
+	for _, r := range v.Replicas {
+		if r != v.Self && r != v.Leader {
+			probes[r] = g.probe(r)
+		}
+	}
+	return probes
+}
+
+// electInTurn waits wait, then calls an election if failover.StillElect
+// says so. It returns false when the replica closes.
+func (g *Group) electInTurn(wait time.Duration, since time.Time, old, why string) bool {
+	select {
+	case <-g.stop:
+		return false
+	case <-time.After(wait):
+	}
+	leader, _ := g.raft.LeaderWithID()
+	if failover.StillElect(g.raft.State() == raft.Follower, g.raft.LastContact(), since, string(leader), old) {
+		g.log.Warn(why, "leader", old)
+		g.callElection()
+	}
+	return true
+}
+
+// callElection makes this replica a candidate now, with the vote requests
+// of a leadership transfer: it sends its own Raft node a TimeoutNow over
+// its own port.
+func (g *Group) callElection() {
+	var resp raft.TimeoutNowResponse
+	req := raft.TimeoutNowRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax,
+		ID: []byte(g.self), Addr: []byte(g.self)}}
+	if err := g.transport.TimeoutNow(raft.ServerID(g.self), raft.ServerAddress(g.self), &req, &resp); err != nil {
+		g.log.Warn("could not call the election", "err", err)
+	}
+}
+
+// probe dials addr and tells whether a server is there.
+func (g *Group) probe(addr string) failover.Probe {
+	c, err := g.dial(addr, g.timing.ProbeTimeout)
+	if err != nil {
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			return failover.Gone
+		}
+		return failover.Unknown
+	}
+	defer func() { _ = c.Close() }()
+	_ = c.SetReadDeadline(time.Now().Add(g.timing.ProbeHold))
+	var b [1]byte
+	if _, err := c.Read(b[:]); err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return failover.Alive
+		}
+		return failover.Gone
+	}
+	return failover.Alive
+}

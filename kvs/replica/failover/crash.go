@@ -1,0 +1,61 @@
+package failover
+
+import "time"
+
+// Probe is what a dial of a peer's port found.
+type Probe int
+
+const (
+	// Unknown: no answer in time (a slow or cut-off peer looks like this).
+	Unknown Probe = iota
+	// Alive: the port accepted a connection and kept it open.
+	Alive
+	// Gone: the port refused, or accepted and closed at once.
+	Gone
+)
+
+// CrashedLeader decides whether a follower should call an election now
+// because its leader crashed: the leader's port is Gone, and this replica
+// still reaches a majority of the shard (itself and the Alive peers). It
+// returns how long to wait for this replica's turn: Stagger per reachable
+// replica ahead of it. A follower that is itself cut off reaches no
+// majority and does nothing, so it cannot raise its term and disrupt the
+// shard when it returns.
+func CrashedLeader(v View, probes map[string]Probe, t Timing) (wait time.Duration, elect bool) {
+	if !v.Follower || v.Leader == "" || probes[v.Leader] != Gone {
+		return 0, false
+	}
+	reachable, ahead := 1, 0
+	for _, r := range v.Replicas {
+		if r == v.Self || r == v.Leader || probes[r] != Alive {
+			continue
+		}
+		reachable++
+		if v.ahead(r) {
+			ahead++
+		}
+	}
+	if !v.majority(reachable) {
+		return 0, false
+	}
+	return time.Duration(ahead) * t.Stagger, true
+}
+
+// CrashWait is how long a follower that suspected a crash elapsed ago
+// still waits before it may call the election: its turn, and at least two
+// heartbeat intervals (a fifth of the heartbeat timeout) from the
+// suspicion, so that a live leader, or a new one, is heard from first.
+func CrashWait(turn, elapsed, heartbeatTimeout time.Duration) time.Duration {
+	return max(turn, heartbeatTimeout/5-elapsed)
+}
+
+// StillElect says whether a follower that decided at since to call an
+// election, and has waited its turn, should call it now: it is still a
+// follower, has not heard from a leader since, and knows of no leader
+// other than the old one.
+func StillElect(follower bool, lastContact, since time.Time, leaderNow, old string) bool {
+	if !follower || lastContact.After(since) {
+		return false
+	}
+	return leaderNow == "" || leaderNow == old
+}

@@ -1,0 +1,191 @@
+package failover_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batchkv/batchkv/kvs/replica/failover"
+)
+
+var (
+	tm   = failover.DefaultTiming()
+	hb   = 800 * time.Millisecond
+	reps = []string{"a", "b", "c"}
+)
+
+func view(self, leader string) failover.View {
+	return failover.View{Self: self, Replicas: reps, Leader: leader, Follower: true}
+}
+
+func TestCrashedLeader(t *testing.T) {
+	cases := []struct {
+		name   string
+		view   failover.View
+		probes map[string]failover.Probe
+		wait   time.Duration
+		elect  bool
+	}{
+		{"leader gone, peer alive, first in turn", view("b", "a"),
+			map[string]failover.Probe{"a": failover.Gone, "c": failover.Alive}, 0, true},
+		{"leader gone, peer ahead alive: wait one stagger", view("c", "a"),
+			map[string]failover.Probe{"a": failover.Gone, "b": failover.Alive}, tm.Stagger, true},
+		{"leader gone, alone: no majority", view("b", "a"),
+			map[string]failover.Probe{"a": failover.Gone, "c": failover.Unknown}, 0, false},
+		{"leader gone, other peer gone too", view("b", "a"),
+			map[string]failover.Probe{"a": failover.Gone, "c": failover.Gone}, 0, false},
+		{"leader merely slow", view("b", "a"),
+			map[string]failover.Probe{"a": failover.Unknown, "c": failover.Alive}, 0, false},
+		{"leader alive", view("b", "a"),
+			map[string]failover.Probe{"a": failover.Alive, "c": failover.Alive}, 0, false},
+		{"not a follower", failover.View{Self: "b", Replicas: reps, Leader: "a"},
+			map[string]failover.Probe{"a": failover.Gone, "c": failover.Alive}, 0, false},
+		{"no known leader", view("b", ""),
+			map[string]failover.Probe{"a": failover.Gone, "c": failover.Alive}, 0, false},
+		{"five replicas, two ahead alive", failover.View{Self: "d", Replicas: []string{"a", "b", "c", "d", "e"}, Leader: "a", Follower: true},
+			map[string]failover.Probe{"a": failover.Gone, "b": failover.Alive, "c": failover.Alive, "e": failover.Unknown}, 2 * tm.Stagger, true},
+		{"five replicas, only one other alive", failover.View{Self: "d", Replicas: []string{"a", "b", "c", "d", "e"}, Leader: "a", Follower: true},
+			map[string]failover.Probe{"a": failover.Gone, "b": failover.Alive}, 0, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			wait, elect := failover.CrashedLeader(c.view, c.probes, tm)
+			require.Equal(t, c.elect, elect)
+			require.Equal(t, c.wait, wait)
+		})
+	}
+}
+
+func TestCrashWait(t *testing.T) {
+	require.Equal(t, 160*time.Millisecond, failover.CrashWait(0, 0, hb), "two heartbeat intervals")
+	require.Equal(t, 60*time.Millisecond, failover.CrashWait(0, 100*time.Millisecond, hb), "probing took part of it")
+	require.Equal(t, tm.Stagger, failover.CrashWait(tm.Stagger, 0, hb), "the turn is longer")
+	require.Equal(t, time.Duration(0), failover.CrashWait(0, time.Second, hb))
+}
+
+func TestStillElect(t *testing.T) {
+	since := time.Unix(100, 0)
+	cases := []struct {
+		name        string
+		follower    bool
+		lastContact time.Time
+		leaderNow   string
+		want        bool
+	}{
+		{"still silent", true, since.Add(-time.Second), "a", true},
+		{"leader forgotten", true, since.Add(-time.Second), "", true},
+		{"heard from a leader since", true, since.Add(time.Millisecond), "a", false},
+		{"a new leader is known", true, since.Add(-time.Second), "c", false},
+		{"became candidate or leader", false, since.Add(-time.Second), "a", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			require.Equal(t, c.want, failover.StillElect(c.follower, c.lastContact, since, c.leaderNow, "a"))
+		})
+	}
+}
+
+func TestAskAboutSilence(t *testing.T) {
+	now := time.Unix(100, 0)
+	cases := []struct {
+		name                   string
+		view                   failover.View
+		lastContact, lastAsked time.Time
+		want                   bool
+	}{
+		{"silent for a timeout, not asked lately", view("b", "a"), now.Add(-hb), now.Add(-hb), true},
+		{"heard from lately", view("b", "a"), now.Add(-hb + time.Millisecond), time.Time{}, false},
+		{"asked lately", view("b", "a"), now.Add(-2 * hb), now.Add(-hb / 2), false},
+		{"no known leader", view("b", ""), now.Add(-2 * hb), time.Time{}, false},
+		{"not a follower", failover.View{Self: "b", Replicas: reps, Leader: "a"}, now.Add(-2 * hb), time.Time{}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			require.Equal(t, c.want, failover.AskAboutSilence(c.view, now, c.lastContact, c.lastAsked, hb))
+		})
+	}
+}
+
+func TestSilentMajority(t *testing.T) {
+	silentC := failover.Report{Replica: "c", Leader: "a", SinceContact: hb}
+	cases := []struct {
+		name    string
+		view    failover.View
+		reports []failover.Report
+		wait    time.Duration
+		elect   bool
+	}{
+		{"peer silent too", view("b", "a"), []failover.Report{silentC}, 0, true},
+		{"peer silent too, and ahead", view("c", "a"), []failover.Report{{Replica: "b", SinceContact: 2 * hb}}, tm.Stagger, true},
+		{"peer heard from the leader lately", view("b", "a"), []failover.Report{{Replica: "c", Leader: "a", SinceContact: hb - 1}}, 0, false},
+		{"peer follows another leader", view("b", "a"), []failover.Report{{Replica: "c", Leader: "c2", SinceContact: hb}}, 0, false},
+		{"peer leads", view("b", "a"), []failover.Report{{Replica: "c", IsLeader: true, SinceContact: hb}}, 0, false},
+		{"only the leader answers", view("b", "a"), []failover.Report{{Replica: "a", SinceContact: hb}}, 0, false},
+		{"no answers", view("b", "a"), nil, 0, false},
+		{"the same peer twice counts once", failover.View{Self: "d", Replicas: []string{"a", "b", "c", "d", "e"}, Leader: "a", Follower: true},
+			[]failover.Report{{Replica: "e", SinceContact: hb}, {Replica: "e", SinceContact: hb}}, 0, false},
+		{"not a follower", failover.View{Self: "b", Replicas: reps, Leader: "a"}, []failover.Report{silentC}, 0, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			wait, elect := failover.SilentMajority(c.view, c.reports, hb, tm)
+			require.Equal(t, c.elect, elect)
+			require.Equal(t, c.wait, wait)
+		})
+	}
+}
+
+func TestHandBack(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	type step struct {
+		at      time.Duration
+		leading bool
+		failed  bool // the preferred replica's heartbeats fail before this tick
+		resumed bool // they resume before this tick
+		want    bool
+	}
+	cases := []struct {
+		name  string
+		self  string
+		steps []step
+	}{
+		{"hands back after leading a while", "b", []step{
+			{0, true, false, false, false}, {tm.HandBackAfterLead - 1, true, false, false, false}, {tm.HandBackAfterLead, true, false, false, true}}},
+		{"the preferred replica never hands back", "a", []step{
+			{0, true, false, false, false}, {time.Minute, true, false, false, false}}},
+		{"not while the preferred replica fails heartbeats", "b", []step{
+			{0, true, true, false, false}, {time.Minute, true, false, false, false}}},
+		{"only once it has been healthy a while", "b", []step{
+			{0, true, true, false, false}, {time.Minute, true, false, true, false},
+			{time.Minute + tm.HandBackHealthyFor - 1, true, false, false, false}, {time.Minute + tm.HandBackHealthyFor, true, false, false, true}}},
+		{"losing leadership restarts the lead time", "b", []step{
+			{0, true, false, false, false}, {tm.HandBackAfterLead / 2, false, false, false, false},
+			{tm.HandBackAfterLead, true, false, false, false}, {2 * tm.HandBackAfterLead, true, false, false, true}}},
+		{"after a hand-back, wait again before retrying", "b", []step{
+			{0, true, false, false, false}, {tm.HandBackAfterLead, true, false, false, true},
+			{tm.HandBackAfterLead + 1, true, false, false, false}, {2*tm.HandBackAfterLead + 1, true, false, false, true}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := failover.NewHandBack(c.self, "a", tm)
+			for i, s := range c.steps {
+				if s.failed {
+					h.HeartbeatFailed("a")
+				}
+				if s.resumed {
+					h.HeartbeatResumed("a", at(s.at))
+				}
+				require.Equal(t, s.want, h.Tick(at(s.at), s.leading), "step %d at %v", i, s.at)
+			}
+		})
+	}
+}
+
+func TestTimingDefaults(t *testing.T) {
+	require.Equal(t, failover.DefaultTiming(), failover.Timing{}.WithDefaults())
+	custom := failover.Timing{Stagger: time.Millisecond}.WithDefaults()
+	require.Equal(t, time.Millisecond, custom.Stagger)
+	require.Equal(t, tm.ProbeHold, custom.ProbeHold)
+}

@@ -1,0 +1,59 @@
+package failover
+
+import "time"
+
+// Report is what another replica of the shard answered about it.
+type Report struct {
+	// Replica is the address of the replica that answered.
+	Replica string
+	// IsLeader says whether it leads the shard itself.
+	IsLeader bool
+	// Leader is the leader it knows; "" when none.
+	Leader string
+	// SinceContact is how long it has not heard from its leader.
+	SinceContact time.Duration
+}
+
+// AskAboutSilence says whether a follower should ask its peers about its
+// leader's silence now: it follows a known leader, has not heard from it
+// for a heartbeat timeout, and did not ask within the last heartbeat
+// timeout.
+func AskAboutSilence(v View, now, lastContact, lastAsked time.Time, heartbeatTimeout time.Duration) bool {
+	return v.Follower && v.Leader != "" &&
+		now.Sub(lastAsked) >= heartbeatTimeout && now.Sub(lastContact) >= heartbeatTimeout
+}
+
+// SilentMajority decides whether a follower whose leader has been silent
+// for a heartbeat timeout should call an election now: a majority, itself
+// included, has not heard from that leader for a heartbeat timeout. That
+// is the condition under which pre-vote would let an election through
+// anyway; Raft's randomized timers reach it only later. Reports from the
+// leader itself, from replicas that lead or follow another leader, and
+// from replicas that heard from the leader recently, do not count. It
+// returns how long to wait for this replica's turn: Stagger per silent
+// replica ahead of it. A follower that alone hears nothing (starved of
+// CPU, or cut off itself) finds no majority.
+func SilentMajority(v View, reports []Report, heartbeatTimeout time.Duration, t Timing) (wait time.Duration, elect bool) {
+	if !v.Follower || v.Leader == "" {
+		return 0, false
+	}
+	silent, ahead := 1, 0
+	counted := map[string]bool{}
+	for _, r := range reports {
+		if r.Replica == v.Self || r.Replica == v.Leader || counted[r.Replica] {
+			continue
+		}
+		if r.IsLeader || r.SinceContact < heartbeatTimeout || (r.Leader != "" && r.Leader != v.Leader) {
+			continue
+		}
+		counted[r.Replica] = true
+		silent++
+		if v.ahead(r.Replica) {
+			ahead++
+		}
+	}
+	if !v.majority(silent) {
+		return 0, false
+	}
+	return time.Duration(ahead) * t.Stagger, true
+}

@@ -1,0 +1,41 @@
+package replica
+
+import (
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/batchkv/batchkv/kvs/replica/failover"
+)
+
+// watchHandBack feeds the leader's heartbeat observations to a
+// failover.HandBack and hands leadership back to the shard's preferred
+// replica when it says so, so that leaders stay spread over the servers
+// after a failover.
+func (g *Group) watchHandBack() {
+	defer g.wg.Done()
+	tick := time.NewTicker(g.timing.HandBackEvery)
+	defer tick.Stop()
+	hb := failover.NewHandBack(g.self, g.preferred, g.timing)
+	for {
+		select {
+		case <-g.stop:
+			return
+		case o := <-g.observed:
+			switch d := o.Data.(type) {
+			case raft.FailedHeartbeatObservation:
+				hb.HeartbeatFailed(string(d.PeerID))
+			case raft.ResumedHeartbeatObservation:
+				hb.HeartbeatResumed(string(d.PeerID), time.Now())
+			}
+		case now := <-tick.C:
+			if !hb.Tick(now, g.raft.State() == raft.Leader) {
+				continue
+			}
+			g.log.Info("handing leadership to the preferred replica", "to", g.preferred)
+			if err := g.raft.LeadershipTransferToServer(raft.ServerID(g.preferred), raft.ServerAddress(g.preferred)).Error(); err != nil {
+				g.log.Info("leadership transfer failed", "to", g.preferred, "err", err)
+			}
+		}
+	}
+}

@@ -1,0 +1,39 @@
+package replica
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// newRaftLogger returns the hclog.Logger that hashicorp/raft logs through:
+// warnings and errors only, so that benchmarks are not flooded, each line
+// passed to the server's own logger rather than straight to stderr.
+func newRaftLogger(log *slog.Logger) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: &slogWriter{log: log},
+		DisableTime: true})
+}
+
+// slogWriter turns hclog's formatted lines into slog records, at the level
+// hclog wrote in brackets.
+type slogWriter struct{ log *slog.Logger }
+
+func (w *slogWriter) Write(p []byte) (int, error) {
+	for line := range bytes.Lines(p) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		level := slog.LevelWarn
+		if bytes.HasPrefix(line, []byte("[ERROR]")) {
+			level = slog.LevelError
+		}
+		if i := bytes.IndexByte(line, ']'); i >= 0 && line[0] == '[' {
+			line = bytes.TrimSpace(line[i+1:])
+		}
+		w.log.Log(context.Background(), level, string(line))
+	}
+	return len(p), nil
+}

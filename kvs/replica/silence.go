@@ -1,0 +1,80 @@
+package replica
+
+import (
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/batchkv/batchkv/kvs/replica/failover"
+	"github.com/batchkv/batchkv/wire"
+)
+
+// Failover after a silent failure. A leader that is paused, or whose
+// packets vanish, leaves no trace but silence. Raft's followers notice it
+// when their heartbeat timers fire, at random times up to three heartbeat
+// timeouts after the last contact, and with pre-vote an election succeeds
+// only once a majority has noticed: often 2 s or more with 800 ms
+// timeouts.
+//
+// So a follower that has heard nothing from its leader for a heartbeat
+// timeout asks the shard's other replicas (their Status RPC) how long it
+// has been for them, and failover.SilentMajority decides whether to call
+// an election (a TimeoutNow to itself, as in failover.go) and when.
+
+// StatusFunc asks the server at addr for its status within timeout; the
+// server wires it to the client's Status RPC.
+type StatusFunc func(addr string, req wire.StatusRequest, timeout time.Duration) (wire.StatusReply, error)
+
+// watchSilence checks the leader's silence and calls an election when a
+// majority has not heard from it for a heartbeat timeout.
+func (g *Group) watchSilence() {
+	defer g.wg.Done()
+	if g.peerStat == nil {
+		return
+	}
+	tick := time.NewTicker(g.timing.SilenceCheckEvery)
+	defer tick.Stop()
+	var lastAsked time.Time
+	for {
+		select {
+		case <-g.stop:
+			return
+		case <-tick.C:
+		}
+		v, now := g.view(), time.Now()
+		if !failover.AskAboutSilence(v, now, g.raft.LastContact(), lastAsked, g.heartbeat) {
+			continue
+		}
+		lastAsked = now
+		turn, elect := failover.SilentMajority(v, g.askPeers(v), g.heartbeat, g.timing)
+		if !elect {
+			continue
+		}
+		if !g.electInTurn(turn, lastAsked, v.Leader,
+			"a majority has not heard from the leader for a heartbeat timeout: calling an election now") {
+			return
+		}
+	}
+}
+
+// askPeers asks the shard's other replicas, not the leader, what they know
+// of it; a replica that does not answer in time is left out.
+func (g *Group) askPeers(v failover.View) []failover.Report {
+	var reports []failover.Report
+	for _, r := range v.Replicas {
+		if r == v.Self || r == v.Leader {
+			continue
+		}
+		st, err := g.peerStat(r, wire.StatusRequest{}, g.timing.ProbeTimeout)
+		if err != nil {
+			continue
+		}
+		for _, s := range st.Shards {
+			if s.Shard == g.shard {
+				reports = append(reports, failover.Report{Replica: r, IsLeader: s.State == raft.Leader.String(),
+					Leader: s.Leader, SinceContact: s.SinceContact})
+			}
+		}
+	}
+	return reports
+}

@@ -1,0 +1,83 @@
+package replica
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/batchkv/batchkv/internal/handoff"
+)
+
+// Preamble opens a connection that carries one shard's Raft traffic. It
+// is followed by the shard number (u32, little endian). Raft shares the
+// server's port with the client protocols; the server tells them apart by
+// the first bytes and hands Raft connections to Set.Accept.
+const Preamble = "BKVRAFT1"
+
+// DialFunc opens a TCP connection to addr within timeout.
+type DialFunc func(addr string, timeout time.Duration) (net.Conn, error)
+
+// ErrNoSuchShard says a Raft connection named a shard this server does not
+// host.
+var ErrNoSuchShard = errors.New("replica: this server hosts no replica of that shard")
+
+// raftAddr is a net.Addr that is just the server's advertised address,
+// which is also its Raft server ID.
+type raftAddr string
+
+func (a raftAddr) Network() string { return "tcp" }
+func (a raftAddr) String() string  { return string(a) }
+
+// stream is the raft.StreamLayer of one shard: it dials peers with the
+// preamble and shard number, and accepts the connections that the
+// server's accept loop hands it.
+type stream struct {
+	*handoff.Listener
+	shard uint32
+	dial  DialFunc
+}
+
+func newStream(shard int, self string, dial DialFunc) *stream {
+	return &stream{Listener: handoff.New(raftAddr(self)), shard: uint32(shard), dial: dial}
+}
+
+// Dial implements raft.StreamLayer.
+func (s *stream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	c, err := s.dial(string(addr), timeout)
+	if err != nil {
+		return nil, err
+	}
+	hdr := make([]byte, 0, len(Preamble)+4)
+	hdr = append(hdr, Preamble...)
+	hdr = binary.LittleEndian.AppendUint32(hdr, s.shard)
+	_ = c.SetWriteDeadline(time.Now().Add(timeout))
+	if _, err := c.Write(hdr); err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	_ = c.SetWriteDeadline(time.Time{})
+	return c, nil
+}
+
+// ReadShard reads the shard number that follows Preamble, with a
+// deadline, from a connection whose preamble r has consumed.
+func ReadShard(c net.Conn, r *bufio.Reader, timeout time.Duration) (int, error) {
+	_ = c.SetReadDeadline(time.Now().Add(timeout))
+	defer func() { _ = c.SetReadDeadline(time.Time{}) }()
+	var b [4]byte
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return 0, fmt.Errorf("raft connection header: %w", err)
+	}
+	return int(binary.LittleEndian.Uint32(b[:])), nil
+}
+
+// DialTCP is the DialFunc of plain TCP.
+func DialTCP(addr string, timeout time.Duration) (net.Conn, error) {
+	return net.DialTimeout("tcp", addr, timeout)
+}

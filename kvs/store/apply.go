@@ -1,0 +1,73 @@
+package store
+
+import (
+	"unsafe"
+
+	"github.com/batchkv/batchkv/wire"
+)
+
+// Apply applies ops to s in order and writes op i's result to results[i].
+// An op that fails wire.Op.Check gets that status and changes nothing.
+// The values read are appended to vals, which the results' values then
+// alias, and the grown vals is returned; a get whose value would take vals
+// past maxVals bytes answers wire.StatusTooLarge instead, so that a reply
+// stays within a frame.
+//
+// A store with a Batcher applies a batch of valid ops in one call; any
+// other store, or a batch with an invalid op, is applied op by op.
+func Apply(s Store, ops []wire.Op, results []wire.Result, vals []byte, maxVals int) []byte {
+	if b, ok := s.(Batcher); ok && allValid(ops) {
+		return b.ApplyBatch(ops, results, vals, maxVals)
+	}
+	for i := range ops {
+		op := &ops[i]
+		if st := op.Check(); st != wire.StatusOK {
+			results[i] = wire.Result{Status: st}
+			continue
+		}
+		switch op.Code {
+		case wire.OpGet:
+			start := len(vals)
+			var ok bool
+			switch vals, ok = s.AppendGet(vals, op.Key); {
+			case ok && len(vals) > maxVals:
+				vals = vals[:start]
+				results[i] = wire.Result{Status: wire.StatusTooLarge}
+			case ok:
+				results[i] = wire.Result{Status: wire.StatusOK, Value: aliasString(vals[start:])}
+			default:
+				results[i] = wire.Result{Status: wire.StatusNotFound}
+			}
+		case wire.OpPut:
+			s.Put(op.Key, op.Value)
+			results[i] = wire.Result{Status: wire.StatusOK}
+		case wire.OpDelete:
+			s.Delete(op.Key)
+			results[i] = wire.Result{Status: wire.StatusOK}
+		}
+	}
+	return vals
+}
+
+func allValid(ops []wire.Op) bool {
+	for i := range ops {
+		if ops[i].Check() != wire.StatusOK {
+			return false
+		}
+	}
+	return true
+}
+
+// PutBytes sets key to value in s without first copying them into
+// strings of their own: a Store copies whatever it keeps, so the caller
+// may reuse both buffers once PutBytes returns.
+func PutBytes(s Store, key, value []byte) { s.Put(aliasString(key), aliasString(value)) }
+
+// aliasString returns b as a string without copying it. The caller must
+// never modify b's bytes again while the string is in use.
+func aliasString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
