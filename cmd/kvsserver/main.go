@@ -83,7 +83,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			if p, ok := via[addr]; ok {
 				addr = p
 			}
-			return net.DialTimeout("tcp", addr, timeout)
+			return replica.DialTCP(addr, timeout)
 		}
 	}
 	if *rf < 1 {
@@ -112,18 +112,21 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			log.Warn("WARNING: -unsafe-nosync: the Raft log is not fsynced; acknowledged writes can be lost if a majority of a shard's machines crash")
 		}
 	}
-	srv, err := kvs.New(cfg)
+	// Listen first: a port in use fails here, before any Raft group starts.
+	ln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*port)))
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*port)))
+	srv, err := kvs.New(cfg)
 	if err != nil {
+		_ = ln.Close()
 		return err
 	}
 	log.Info("serving", "addr", ln.Addr().String(), "peers", cfg.Peers, "self", cfg.Self, "store", *storeName)
 	if *admin != "" {
 		_, stopAdmin, err := serveAdmin(*admin, srv.Metrics(), log)
 		if err != nil {
+			_ = ln.Close()
 			_ = srv.Close()
 			return err
 		}
