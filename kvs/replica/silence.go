@@ -42,7 +42,7 @@ func (g *Group) watchSilence() {
 		case <-tick.C:
 		}
 		v, now := g.view(), time.Now()
-		if !failover.AskAboutSilence(v, now, g.raft.LastContact(), lastAsked, g.heartbeat) {
+		if !failover.AskAboutSilence(v, now, g.raft.LastContact(), lastAsked, g.heartbeat, g.timing) {
 			continue
 		}
 		lastAsked = now

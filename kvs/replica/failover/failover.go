@@ -46,6 +46,11 @@ type Timing struct {
 	// SilenceCheckEvery is how often a follower looks at its leader's
 	// silence. Default 100 ms.
 	SilenceCheckEvery time.Duration
+	// SilenceAskEvery is how often a follower whose leader stays silent
+	// asks its peers again: a peer that heard the leader a little later
+	// than this follower reaches the heartbeat timeout a little later too.
+	// Default 250 ms.
+	SilenceAskEvery time.Duration
 	// HandBackEvery is how often a leader considers handing leadership to
 	// the preferred replica. Default 2 s.
 	HandBackEvery time.Duration
@@ -65,6 +70,7 @@ func DefaultTiming() Timing {
 		ProbeTimeout:       200 * time.Millisecond,
 		ProbeHold:          100 * time.Millisecond,
 		SilenceCheckEvery:  100 * time.Millisecond,
+		SilenceAskEvery:    250 * time.Millisecond,
 		HandBackEvery:      2 * time.Second,
 		HandBackAfterLead:  time.Second,
 		HandBackHealthyFor: 5 * time.Second,
@@ -76,7 +82,7 @@ func (t Timing) WithDefaults() Timing {
 	d := DefaultTiming()
 	for _, f := range []struct{ v, def *time.Duration }{
 		{&t.Stagger, &d.Stagger}, {&t.ProbeTimeout, &d.ProbeTimeout}, {&t.ProbeHold, &d.ProbeHold},
-		{&t.SilenceCheckEvery, &d.SilenceCheckEvery}, {&t.HandBackEvery, &d.HandBackEvery},
+		{&t.SilenceCheckEvery, &d.SilenceCheckEvery}, {&t.SilenceAskEvery, &d.SilenceAskEvery}, {&t.HandBackEvery, &d.HandBackEvery},
 		{&t.HandBackAfterLead, &d.HandBackAfterLead}, {&t.HandBackHealthyFor, &d.HandBackHealthyFor},
 	} {
 		if *f.v == 0 {

@@ -96,13 +96,14 @@ func TestAskAboutSilence(t *testing.T) {
 	}{
 		{"silent for a timeout, not asked lately", view("b", "a"), now.Add(-hb), now.Add(-hb), true},
 		{"heard from lately", view("b", "a"), now.Add(-hb + time.Millisecond), time.Time{}, false},
-		{"asked lately", view("b", "a"), now.Add(-2 * hb), now.Add(-hb / 2), false},
+		{"asked lately", view("b", "a"), now.Add(-2 * hb), now.Add(-tm.SilenceAskEvery + 1), false},
+		{"asked a while ago, still silent", view("b", "a"), now.Add(-2 * hb), now.Add(-tm.SilenceAskEvery), true},
 		{"no known leader", view("b", ""), now.Add(-2 * hb), time.Time{}, false},
 		{"not a follower", failover.View{Self: "b", Replicas: reps, Leader: "a"}, now.Add(-2 * hb), time.Time{}, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			require.Equal(t, c.want, failover.AskAboutSilence(c.view, now, c.lastContact, c.lastAsked, hb))
+			require.Equal(t, c.want, failover.AskAboutSilence(c.view, now, c.lastContact, c.lastAsked, hb, tm))
 		})
 	}
 }
@@ -119,6 +120,8 @@ func TestSilentMajority(t *testing.T) {
 		{"peer silent too", view("b", "a"), []failover.Report{silentC}, 0, true},
 		{"peer silent too, and ahead", view("c", "a"), []failover.Report{{Replica: "b", SinceContact: 2 * hb}}, tm.Stagger, true},
 		{"peer heard from the leader lately", view("b", "a"), []failover.Report{{Replica: "c", Leader: "a", SinceContact: hb - 1}}, 0, false},
+		{"five replicas: a peer ahead not silent yet still takes its turn first", failover.View{Self: "d", Replicas: []string{"a", "b", "c", "d", "e"}, Leader: "a", Follower: true},
+			[]failover.Report{{Replica: "b", SinceContact: hb - 1}, {Replica: "c", SinceContact: hb}, {Replica: "e", SinceContact: hb}}, 2 * tm.Stagger, true},
 		{"peer follows another leader", view("b", "a"), []failover.Report{{Replica: "c", Leader: "c2", SinceContact: hb}}, 0, false},
 		{"peer leads", view("b", "a"), []failover.Report{{Replica: "c", IsLeader: true, SinceContact: hb}}, 0, false},
 		{"only the leader answers", view("b", "a"), []failover.Report{{Replica: "a", SinceContact: hb}}, 0, false},

@@ -16,11 +16,11 @@ type Report struct {
 
 // AskAboutSilence says whether a follower should ask its peers about its
 // leader's silence now: it follows a known leader, has not heard from it
-// for a heartbeat timeout, and did not ask within the last heartbeat
-// timeout.
-func AskAboutSilence(v View, now, lastContact, lastAsked time.Time, heartbeatTimeout time.Duration) bool {
+// for a heartbeat timeout, and did not ask within the last
+// Timing.SilenceAskEvery.
+func AskAboutSilence(v View, now, lastContact, lastAsked time.Time, heartbeatTimeout time.Duration, t Timing) bool {
 	return v.Follower && v.Leader != "" &&
-		now.Sub(lastAsked) >= heartbeatTimeout && now.Sub(lastContact) >= heartbeatTimeout
+		now.Sub(lastAsked) >= t.SilenceAskEvery && now.Sub(lastContact) >= heartbeatTimeout
 }
 
 // SilentMajority decides whether a follower whose leader has been silent
@@ -28,11 +28,13 @@ func AskAboutSilence(v View, now, lastContact, lastAsked time.Time, heartbeatTim
 // included, has not heard from that leader for a heartbeat timeout. That
 // is the condition under which pre-vote would let an election through
 // anyway; Raft's randomized timers reach it only later. Reports from the
-// leader itself, from replicas that lead or follow another leader, and
-// from replicas that heard from the leader recently, do not count. It
-// returns how long to wait for this replica's turn: Stagger per silent
-// replica ahead of it. A follower that alone hears nothing (starved of
-// CPU, or cut off itself) finds no majority.
+// leader itself, and from replicas that lead or follow another leader, do
+// not count. It returns how long to wait for this replica's turn: Stagger
+// per replica ahead of it in the shard's order that answered and follows
+// the same leader, silent yet or not: such a replica will find the same
+// majority within moments, and two followers calling elections at once
+// split the vote. A follower that alone hears nothing (starved of CPU, or
+// cut off itself) finds no majority.
 func SilentMajority(v View, reports []Report, heartbeatTimeout time.Duration, t Timing) (wait time.Duration, elect bool) {
 	if !v.Follower || v.Leader == "" {
 		return 0, false
@@ -43,11 +45,13 @@ func SilentMajority(v View, reports []Report, heartbeatTimeout time.Duration, t 
 		if r.Replica == v.Self || r.Replica == v.Leader || counted[r.Replica] {
 			continue
 		}
-		if r.IsLeader || r.SinceContact < heartbeatTimeout || (r.Leader != "" && r.Leader != v.Leader) {
+		if r.IsLeader || (r.Leader != "" && r.Leader != v.Leader) {
 			continue
 		}
 		counted[r.Replica] = true
-		silent++
+		if r.SinceContact >= heartbeatTimeout {
+			silent++
+		}
 		if v.ahead(r.Replica) {
 			ahead++
 		}
