@@ -51,6 +51,9 @@ type ShardStatus struct {
 	Leader    string   // "" while unknown
 	Term      uint64
 	LastIndex uint64 // last entry in this replica's log
+	// LastLogTerm is the term of that entry: with LastIndex, how up to
+	// date the log is, as Raft's votes compare logs.
+	LastLogTerm uint64
 	Commit    uint64 // last entry known committed
 	Applied   uint64 // last entry applied to the store
 	Snapshot  uint64 // index of the last snapshot

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"fmt"
 	"errors"
 	"net"
 	"sync"
@@ -55,8 +56,12 @@ func (g *Group) suspectLeader() {
 // decisions.
 func (g *Group) view() failover.View {
 	leader, _ := g.raft.LeaderWithID()
-	return failover.View{Self: g.self, Replicas: g.replicas, Leader: string(leader),
-		Follower: g.raft.State() == raft.Follower}
+	v := failover.View{Self: g.self, Replicas: g.replicas, Leader: string(leader),
+		Follower: g.raft.State() == raft.Follower, Log: failover.LogPosition{Index: g.raft.LastIndex()}}
+	if t, ok := g.raft.Stats()["last_log_term"]; ok {
+		_, _ = fmt.Sscan(t, &v.Log.Term)
+	}
+	return v
 }
 
 // watchLeaderDeath checks the leader each time an inbound connection
@@ -69,14 +74,14 @@ func (g *Group) watchLeaderDeath() {
 			return
 		case <-g.suspect:
 		}
-		since := time.Now()
+		since, term := time.Now(), g.raft.CurrentTerm()
 		v := g.view()
 		turn, elect := failover.CrashedLeader(v, g.probeAll(v), g.timing)
 		if !elect {
 			continue
 		}
 		wait := failover.CrashWait(turn, time.Since(since), g.heartbeat)
-		if !g.electInTurn(wait, since, v.Leader, "leader's port refuses connections: calling an election now") {
+		if !g.electInTurn(wait, since, term, v.Leader, "leader's port refuses connections: calling an election now") {
 			return
 		}
 	}
@@ -101,15 +106,18 @@ func (g *Group) probeAll(v failover.View) map[string]failover.Probe {
 }
 
 // electInTurn waits wait, then calls an election if failover.StillElect
-// says so. It returns false when the replica closes.
-func (g *Group) electInTurn(wait time.Duration, since time.Time, old, why string) bool {
+// says so, given the term when the decision was taken. It returns false
+// when the replica closes.
+func (g *Group) electInTurn(wait time.Duration, since time.Time, term uint64, old, why string) bool {
 	select {
 	case <-g.stop:
 		return false
 	case <-time.After(wait):
 	}
 	leader, _ := g.raft.LeaderWithID()
-	if failover.StillElect(g.raft.State() == raft.Follower, g.raft.LastContact(), since, string(leader), old) {
+	now := failover.Now{Follower: g.raft.State() == raft.Follower, LastContact: g.raft.LastContact(),
+		Leader: string(leader), Term: g.raft.CurrentTerm()}
+	if failover.StillElect(now, failover.Decision{At: since, Term: term, Leader: old}) {
 		g.log.Warn(why, "leader", old)
 		g.callElection()
 	}

@@ -322,8 +322,12 @@ func (g *Group) Status(withDigest bool) wire.ShardStatus {
 	if withDigest {
 		st.Digest = g.fsm.digest()
 	}
-	if s, ok := g.raft.Stats()["last_snapshot_index"]; ok {
+	stats := g.raft.Stats()
+	if s, ok := stats["last_snapshot_index"]; ok {
 		_, _ = fmt.Sscan(s, &st.Snapshot)
+	}
+	if s, ok := stats["last_log_term"]; ok {
+		_, _ = fmt.Sscan(s, &st.LastLogTerm)
 	}
 	return st
 }

@@ -46,11 +46,12 @@ func (g *Group) watchSilence() {
 			continue
 		}
 		lastAsked = now
+		term := g.raft.CurrentTerm()
 		turn, elect := failover.SilentMajority(v, g.askPeers(v), g.heartbeat, g.timing)
 		if !elect {
 			continue
 		}
-		if !g.electInTurn(turn, lastAsked, v.Leader,
+		if !g.electInTurn(turn, lastAsked, term, v.Leader,
 			"a majority has not heard from the leader for a heartbeat timeout: calling an election now") {
 			return
 		}
@@ -72,7 +73,7 @@ func (g *Group) askPeers(v failover.View) []failover.Report {
 		for _, s := range st.Shards {
 			if s.Shard == g.shard {
 				reports = append(reports, failover.Report{Replica: r, IsLeader: s.State == raft.Leader.String(),
-					Leader: s.Leader, SinceContact: s.SinceContact})
+					Leader: s.Leader, SinceContact: s.SinceContact, Log: failover.LogPosition{Term: s.LastLogTerm, Index: s.LastIndex}})
 			}
 		}
 	}

@@ -49,13 +49,32 @@ func CrashWait(turn, elapsed, heartbeatTimeout time.Duration) time.Duration {
 	return max(turn, heartbeatTimeout/5-elapsed)
 }
 
-// StillElect says whether a follower that decided at since to call an
-// election, and has waited its turn, should call it now: it is still a
-// follower, has not heard from a leader since, and knows of no leader
-// other than the old one.
-func StillElect(follower bool, lastContact, since time.Time, leaderNow, old string) bool {
-	if !follower || lastContact.After(since) {
+// Decision is what a follower knew when it decided to call an election.
+type Decision struct {
+	// At is when it suspected the leader; Term its Raft term then.
+	At   time.Time
+	Term uint64
+	// Leader is the leader it gave up on.
+	Leader string
+}
+
+// Now is what a follower knows once it has waited its turn.
+type Now struct {
+	Follower    bool
+	LastContact time.Time // of any leader
+	Leader      string    // the leader it knows now; "" for none
+	Term        uint64
+}
+
+// StillElect says whether a follower that took decision d, and has waited
+// its turn, should call the election now: it is still a follower, has not
+// heard from a leader since, knows of no leader other than the old one,
+// and its term has not moved (a replica ahead of it that called an
+// election first raised it with its vote request; calling another would
+// split the vote).
+func StillElect(n Now, d Decision) bool {
+	if !n.Follower || n.LastContact.After(d.At) || n.Term != d.Term {
 		return false
 	}
-	return leaderNow == "" || leaderNow == old
+	return n.Leader == "" || n.Leader == d.Leader
 }

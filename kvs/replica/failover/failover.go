@@ -15,7 +15,8 @@
 //     agrees the leader is gone; the answer also says how long to wait for
 //     this replica's turn, so that followers do not split the vote.
 //  3. Wait that long, then check StillElect: a follower that has meanwhile
-//     heard from a leader, or learnt of a new one, stands down.
+//     heard from a leader, learnt of a new one, or seen its term move (a
+//     replica ahead of it called an election), stands down.
 //
 // Safety never depends on these decisions: votes still need a majority
 // and an up-to-date log. Only who starts an election, and when, changes.
@@ -102,6 +103,20 @@ type View struct {
 	Leader string
 	// Follower says whether this replica is a follower now.
 	Follower bool
+	// Log is how up to date this replica's log is.
+	Log LogPosition
+}
+
+// LogPosition is the last entry of a replica's log: its term and index.
+type LogPosition struct {
+	Term, Index uint64
+}
+
+// Behind reports whether a log ending at p is less up to date than one
+// ending at q, as Raft's votes compare them: a candidate whose log is
+// behind a voter's does not get its vote.
+func (p LogPosition) Behind(q LogPosition) bool {
+	return p.Term < q.Term || (p.Term == q.Term && p.Index < q.Index)
 }
 
 // ahead reports whether replica r comes before v.Self in the shard's order.

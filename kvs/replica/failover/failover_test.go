@@ -65,23 +65,25 @@ func TestCrashWait(t *testing.T) {
 }
 
 func TestStillElect(t *testing.T) {
-	since := time.Unix(100, 0)
+	d := failover.Decision{At: time.Unix(100, 0), Term: 4, Leader: "a"}
+	quiet := failover.Now{Follower: true, LastContact: d.At.Add(-time.Second), Leader: "a", Term: 4}
 	cases := []struct {
-		name        string
-		follower    bool
-		lastContact time.Time
-		leaderNow   string
-		want        bool
+		name string
+		edit func(n *failover.Now)
+		want bool
 	}{
-		{"still silent", true, since.Add(-time.Second), "a", true},
-		{"leader forgotten", true, since.Add(-time.Second), "", true},
-		{"heard from a leader since", true, since.Add(time.Millisecond), "a", false},
-		{"a new leader is known", true, since.Add(-time.Second), "c", false},
-		{"became candidate or leader", false, since.Add(-time.Second), "a", false},
+		{"still silent", func(*failover.Now) {}, true},
+		{"leader forgotten", func(n *failover.Now) { n.Leader = "" }, true},
+		{"heard from a leader since", func(n *failover.Now) { n.LastContact = d.At.Add(time.Millisecond) }, false},
+		{"a new leader is known", func(n *failover.Now) { n.Leader = "c" }, false},
+		{"became candidate or leader", func(n *failover.Now) { n.Follower = false }, false},
+		{"someone else called an election meanwhile", func(n *failover.Now) { n.Term = 5 }, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			require.Equal(t, c.want, failover.StillElect(c.follower, c.lastContact, since, c.leaderNow, "a"))
+			n := quiet
+			c.edit(&n)
+			require.Equal(t, c.want, failover.StillElect(n, d))
 		})
 	}
 }
@@ -129,6 +131,10 @@ func TestSilentMajority(t *testing.T) {
 		{"the same peer twice counts once", failover.View{Self: "d", Replicas: []string{"a", "b", "c", "d", "e"}, Leader: "a", Follower: true},
 			[]failover.Report{{Replica: "e", SinceContact: hb}, {Replica: "e", SinceContact: hb}}, 0, false},
 		{"not a follower", failover.View{Self: "b", Replicas: reps, Leader: "a"}, []failover.Report{silentC}, 0, false},
+		{"a silent peer's log is ahead: it calls, not us", view("b", "a"),
+			[]failover.Report{{Replica: "c", SinceContact: hb, Log: failover.LogPosition{Term: 1, Index: 1}}}, 0, false},
+		{"our log is ahead of the silent peer's", failover.View{Self: "c", Replicas: reps, Leader: "a", Follower: true, Log: failover.LogPosition{Term: 2, Index: 1}},
+			[]failover.Report{{Replica: "b", SinceContact: hb, Log: failover.LogPosition{Term: 1, Index: 9}}}, tm.Stagger, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -184,6 +190,14 @@ func TestHandBack(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestLogPositionBehind(t *testing.T) {
+	p := failover.LogPosition{Term: 3, Index: 10}
+	require.True(t, p.Behind(failover.LogPosition{Term: 4, Index: 1}), "a later term wins over a longer log")
+	require.True(t, p.Behind(failover.LogPosition{Term: 3, Index: 11}))
+	require.False(t, p.Behind(p))
+	require.False(t, p.Behind(failover.LogPosition{Term: 2, Index: 99}))
 }
 
 func TestTimingDefaults(t *testing.T) {

@@ -12,6 +12,8 @@ type Report struct {
 	Leader string
 	// SinceContact is how long it has not heard from its leader.
 	SinceContact time.Duration
+	// Log is how up to date its log is.
+	Log LogPosition
 }
 
 // AskAboutSilence says whether a follower should ask its peers about its
@@ -33,8 +35,10 @@ func AskAboutSilence(v View, now, lastContact, lastAsked time.Time, heartbeatTim
 // per replica ahead of it in the shard's order that answered and follows
 // the same leader, silent yet or not: such a replica will find the same
 // majority within moments, and two followers calling elections at once
-// split the vote. A follower that alone hears nothing (starved of CPU, or
-// cut off itself) finds no majority.
+// split the vote. A follower whose log is behind an answering peer's does
+// not call one at all: that peer would refuse its vote, and it calls its
+// own. A follower that alone hears nothing (starved of CPU, or cut off
+// itself) finds no majority.
 func SilentMajority(v View, reports []Report, heartbeatTimeout time.Duration, t Timing) (wait time.Duration, elect bool) {
 	if !v.Follower || v.Leader == "" {
 		return 0, false
@@ -49,6 +53,9 @@ func SilentMajority(v View, reports []Report, heartbeatTimeout time.Duration, t 
 			continue
 		}
 		counted[r.Replica] = true
+		if v.Log.Behind(r.Log) {
+			return 0, false
+		}
 		if r.SinceContact >= heartbeatTimeout {
 			silent++
 		}
