@@ -22,6 +22,7 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"sync"
@@ -86,6 +87,12 @@ type Config struct {
 	// leader that went silent (partitioned, paused) is given up and the
 	// next replica tried. Default 5s.
 	AttemptTimeout time.Duration
+
+	// TLS, when set, makes every connection TLS with this configuration
+	// (auth.Identity.ClientConfig gives one for a cluster's certificates);
+	// its ServerName defaults to the host of each server's address. Nil
+	// means plaintext.
+	TLS *tls.Config
 }
 
 func (c *Config) validate() error {

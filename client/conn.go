@@ -3,6 +3,7 @@ package client
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/batchkv/batchkv/auth"
 	"github.com/batchkv/batchkv/internal/netcount"
 	"github.com/batchkv/batchkv/wire"
 )
@@ -25,6 +27,7 @@ type serverConn struct {
 	addr        string
 	codec       string
 	dialTimeout time.Duration
+	tls         *tls.Config
 	traffic     *traffic
 	health      *health
 	next        atomic.Uint32
@@ -36,7 +39,7 @@ type serverConn struct {
 
 func newServerConn(addr string, cfg *Config, t *traffic) *serverConn {
 	return &serverConn{
-		addr: addr, codec: cfg.Codec, dialTimeout: cfg.DialTimeout, traffic: t,
+		addr: addr, codec: cfg.Codec, dialTimeout: cfg.DialTimeout, tls: cfg.TLS, traffic: t,
 		health:  newHealth(cfg.FailureThreshold, cfg.Cooldown, cfg.MaxCooldown),
 		clients: make([]*rpc.Client, cfg.ConnsPerServer),
 	}
@@ -52,7 +55,7 @@ func (s *serverConn) get(ctx context.Context, i int) (*rpc.Client, error) {
 	if c := s.clients[i]; c != nil {
 		return c, nil
 	}
-	c, err := dial(ctx, s.addr, s.codec, s.dialTimeout, s.traffic)
+	c, err := dial(ctx, s.addr, s.codec, s.dialTimeout, s.tls, s.traffic)
 	if err != nil {
 		return nil, err
 	}
@@ -134,10 +137,10 @@ func (s *serverConn) close() {
 
 // dial opens one net/rpc connection with the named codec: "binary" (the
 // default) or "gob", which speaks net/rpc's own HTTP CONNECT handshake and
-// gob encoding, as the course skeleton's client does.
-func dial(ctx context.Context, addr, codec string, timeout time.Duration, t *traffic) (*rpc.Client, error) {
-	d := net.Dialer{Timeout: timeout}
-	raw, err := d.DialContext(ctx, "tcp", addr)
+// gob encoding, as the course skeleton's client does; over TLS when
+// tlsCfg is set.
+func dial(ctx context.Context, addr, codec string, timeout time.Duration, tlsCfg *tls.Config, t *traffic) (*rpc.Client, error) {
+	raw, err := dialConn(ctx, addr, timeout, tlsCfg)
 	if err != nil {
 		return nil, err
 	}
@@ -155,6 +158,23 @@ func dial(ctx context.Context, addr, codec string, timeout time.Duration, t *tra
 	}
 	_ = conn.Close()
 	return nil, fmt.Errorf("client: unknown codec %q (want binary or gob)", codec)
+}
+
+// dialConn opens a TCP connection to addr, and completes a TLS handshake
+// on it when tlsCfg is set, within timeout.
+func dialConn(ctx context.Context, addr string, timeout time.Duration, tlsCfg *tls.Config) (net.Conn, error) {
+	d := net.Dialer{Timeout: timeout}
+	if tlsCfg == nil {
+		return d.DialContext(ctx, "tcp", addr)
+	}
+	td := tls.Dialer{NetDialer: &d, Config: auth.ForAddr(tlsCfg, addr)}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	c, err := td.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("client: TLS to %s: %w", addr, err)
+	}
+	return c, nil
 }
 
 // newHTTPClient speaks net/rpc's HTTP CONNECT handshake on conn, to the

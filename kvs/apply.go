@@ -19,9 +19,15 @@ const (
 )
 
 // applier applies ops to a store and counts them in stats. Every backend
-// reads and writes its stores through one.
+// reads and writes its stores through one. It keeps the reply budget
+// (budget.go): a batch with gets waits while its connection or the server
+// holds too many bytes of unwritten replies, reads values only in one of
+// a few build slots, and charges what it read to its call.
 type applier struct {
-	stats *Stats
+	stats   *Stats
+	replies *budget       // server-wide; nil in tests and benchmarks that build Services by hand
+	slots   chan struct{} // build slots; nil likewise
+	charge  func(cl *call, n int64)
 	// valueBytes is the mean value size read by the last batch, plus one:
 	// the next batch sizes its value buffer from it.
 	valueBytes atomic.Uint64
@@ -29,8 +35,9 @@ type applier struct {
 
 // apply applies ops to st, in order, writing their results. The values
 // read are copied into one buffer per call, which the results' values
-// alias.
-func (a *applier) apply(st store.Store, ops []wire.Op, results []wire.Result) {
+// alias; they are charged to cl (nil: charged to nothing) until its reply
+// is written.
+func (a *applier) apply(st store.Store, ops []wire.Op, results []wire.Result, cl *call) {
 	var gets, puts, dels, rejected uint64
 	for i := range ops {
 		switch {
@@ -44,15 +51,42 @@ func (a *applier) apply(st store.Store, ops []wire.Op, results []wire.Result) {
 			dels++
 		}
 	}
+	if gets > 0 {
+		a.admit(cl)
+	}
 	vals := store.Apply(st, ops, results, make([]byte, 0, a.valueBufSize(gets)), maxReplyValues)
 	if gets > 0 {
+		if a.slots != nil {
+			<-a.slots
+		}
 		a.valueBytes.Store(uint64(len(vals))/gets + 1)
+		if a.charge != nil {
+			a.charge(cl, int64(len(vals)))
+		}
 	}
 	// One atomic add per counter per batch, not per op.
 	a.stats.add(&a.stats.Gets, gets)
 	a.stats.add(&a.stats.Puts, puts)
 	a.stats.add(&a.stats.Deletes, dels)
 	a.stats.add(&a.stats.Rejected, rejected)
+}
+
+// admit waits until cl's connection and the server are within their reply
+// budgets, then takes a build slot; the caller gives the slot back.
+func (a *applier) admit(cl *call) {
+	waited := false
+	if cl != nil {
+		waited = cl.conn.replies.wait()
+	}
+	if a.replies != nil && a.replies.wait() {
+		waited = true
+	}
+	if waited {
+		a.stats.BudgetWaits.Add(1)
+	}
+	if a.slots != nil {
+		a.slots <- struct{}{}
+	}
 }
 
 // valueBufSize guesses the bytes of values that a batch with gets gets

@@ -1,9 +1,13 @@
 package kvs
 
 import (
+	"crypto/tls"
 	"fmt"
+	"net"
 	"slices"
+	"time"
 
+	"github.com/batchkv/batchkv/auth"
 	"github.com/batchkv/batchkv/client"
 	"github.com/batchkv/batchkv/kvs/replica"
 	"github.com/batchkv/batchkv/kvs/store"
@@ -23,9 +27,9 @@ type backend interface {
 	// batch serves a BatchOp of at most wire.MaxBatchOps ops: it sets
 	// reply.Status, and when that is StatusOK one result per op in
 	// reply.Results.
-	batch(args *wire.BatchArgs, reply *wire.BatchReply)
+	batch(args *wire.BatchArgs, reply *wire.BatchReply, cl *call)
 	// one serves a single valid op of the course skeleton's RPCs.
-	one(op wire.Op) wire.Result
+	one(op wire.Op, cl *call) wire.Result
 	// shards reports the replicated shards this server hosts, with their
 	// content digests when withDigest; nil when it replicates nothing.
 	shards(withDigest bool) []wire.ShardStatus
@@ -39,15 +43,15 @@ type localBackend struct {
 	apply *applier
 }
 
-func (b *localBackend) batch(args *wire.BatchArgs, reply *wire.BatchReply) {
+func (b *localBackend) batch(args *wire.BatchArgs, reply *wire.BatchReply, cl *call) {
 	reply.Status = wire.StatusOK
 	reply.Results = make([]wire.Result, len(args.Ops))
-	b.apply.apply(b.store, args.Ops, reply.Results)
+	b.apply.apply(b.store, args.Ops, reply.Results, cl)
 }
 
-func (b *localBackend) one(op wire.Op) wire.Result {
+func (b *localBackend) one(op wire.Op, cl *call) wire.Result {
 	res := make([]wire.Result, 1)
-	b.apply.apply(b.store, []wire.Op{op}, res)
+	b.apply.apply(b.store, []wire.Op{op}, res, cl)
 	return res[0]
 }
 
@@ -57,8 +61,7 @@ func (b *localBackend) close() error { return nil }
 
 // newBackend picks the backend cfg asks for, and the layout that
 // KVService.Layout answers with.
-func newBackend(cfg *Config, stats *Stats) (backend, wire.Layout, error) {
-	apply := &applier{stats: stats}
+func newBackend(cfg *Config, stats *Stats, apply *applier) (backend, wire.Layout, error) {
 	layout := wire.Layout{Servers: cfg.Peers, VirtualNodes: cfg.VirtualNodes}
 	switch {
 	case cfg.Replicated():
@@ -68,7 +71,7 @@ func newBackend(cfg *Config, stats *Stats) (backend, wire.Layout, error) {
 		if err != nil {
 			return nil, layout, fmt.Errorf("kvs: %w", err)
 		}
-		fwd, err := client.New(client.Config{Servers: cfg.Peers, VirtualNodes: cfg.VirtualNodes})
+		fwd, err := client.New(client.Config{Servers: cfg.Peers, VirtualNodes: cfg.VirtualNodes, TLS: peerTLS(cfg)})
 		if err != nil {
 			return nil, layout, fmt.Errorf("kvs: forwarding client: %w", err)
 		}
@@ -93,14 +96,15 @@ func newReplicatedBackend(cfg *Config, apply *applier, stats *Stats) (backend, w
 		return nil, wire.Layout{}, fmt.Errorf("kvs: %w", err)
 	}
 	layout := wire.Layout{Servers: l.Servers(), VirtualNodes: cfg.VirtualNodes, Replicas: l.RF(), Shards: l.Shards()}
+	admin := client.Admin{TLS: peerTLS(cfg)}
 	set, err := replica.Open(replica.Config{Layout: l, Self: cfg.Self, DataDir: cfg.DataDir, NoSync: cfg.NoSync,
-		Timing: cfg.Raft, SessionTTL: cfg.SessionTTL, NewStore: storeMaker(cfg.Store), Dial: cfg.DialRaft,
-		PeerStatus: client.Status, Logger: cfg.Logger})
+		Timing: cfg.Raft, SessionTTL: cfg.SessionTTL, NewStore: storeMaker(cfg.Store), Dial: raftDialer(cfg),
+		PeerStatus: admin.Status, Logger: cfg.Logger})
 	if err != nil {
 		return nil, layout, err
 	}
 	fwd, err := client.New(client.Config{Servers: servers, VirtualNodes: cfg.VirtualNodes,
-		Replicas: l.RF(), Shards: l.Shards()})
+		Replicas: l.RF(), Shards: l.Shards(), TLS: peerTLS(cfg)})
 	if err != nil {
 		_ = set.Close()
 		return nil, layout, fmt.Errorf("kvs: forwarding client: %w", err)
@@ -117,4 +121,42 @@ func storeMaker(proto store.Store) func() store.Store {
 		return func() store.Store { return store.NewSyncMap() }
 	}
 	return func() store.Store { return store.NewArena() }
+}
+
+// peerTLS is the tls.Config this server dials its peers with: its own node
+// certificate; nil without an Identity.
+func peerTLS(cfg *Config) *tls.Config {
+	if cfg.Identity == nil {
+		return nil
+	}
+	return cfg.Identity.ClientConfig()
+}
+
+// raftDialer returns how the server opens Raft connections: cfg.DialRaft
+// (plain TCP by default), with TLS over it when the server has an
+// Identity. The peer's certificate must name the host of the address
+// dialled, not of any proxy in between.
+func raftDialer(cfg *Config) replica.DialFunc {
+	dial := cfg.DialRaft
+	if dial == nil {
+		dial = replica.DialTCP
+	}
+	tlsCfg := peerTLS(cfg)
+	if tlsCfg == nil {
+		return dial
+	}
+	return func(addr string, timeout time.Duration) (net.Conn, error) {
+		raw, err := dial(addr, timeout)
+		if err != nil {
+			return nil, err
+		}
+		tc := tls.Client(raw, auth.ForAddr(tlsCfg, addr))
+		_ = tc.SetDeadline(time.Now().Add(timeout))
+		if err := tc.Handshake(); err != nil {
+			_ = raw.Close()
+			return nil, err
+		}
+		_ = tc.SetDeadline(time.Time{})
+		return tc, nil
+	}
 }

@@ -24,7 +24,7 @@ type replicatedBackend struct {
 	staleReads atomic.Bool
 }
 
-func (b *replicatedBackend) batch(args *wire.BatchArgs, reply *wire.BatchReply) {
+func (b *replicatedBackend) batch(args *wire.BatchArgs, reply *wire.BatchReply, cl *call) {
 	layout := b.set.Layout()
 	switch {
 	case args.RingID == 0:
@@ -39,7 +39,7 @@ func (b *replicatedBackend) batch(args *wire.BatchArgs, reply *wire.BatchReply) 
 		reply.Results = make([]wire.Result, len(args.Ops))
 		sh := int(args.Shard)
 		if g := b.set.Group(sh); g != nil {
-			b.serveShard(g, args, reply)
+			b.serveShard(g, args, reply, cl)
 		} else {
 			fill(reply.Results, wire.StatusNotLeader)
 			if sh < layout.Shards() {
@@ -50,7 +50,7 @@ func (b *replicatedBackend) batch(args *wire.BatchArgs, reply *wire.BatchReply) 
 	reply.Status = wire.StatusOK
 }
 
-func (b *replicatedBackend) one(op wire.Op) wire.Result {
+func (b *replicatedBackend) one(op wire.Op, _ *call) wire.Result {
 	res := make([]wire.Result, 1)
 	forward(b.fwd, b.stats, []wire.Op{op}, res)
 	return res[0]
@@ -67,7 +67,7 @@ func (b *replicatedBackend) close() error { return errors.Join(b.fwd.Close(), b.
 // writes become one log entry. A get that follows a write of its key in
 // the same batch is answered from that write, once the write commits, so
 // ops on one key keep their batch order.
-func (b *replicatedBackend) serveShard(g *replica.Group, args *wire.BatchArgs, reply *wire.BatchReply) {
+func (b *replicatedBackend) serveShard(g *replica.Group, args *wire.BatchArgs, reply *wire.BatchReply, cl *call) {
 	ops, results := args.Ops, reply.Results
 	var reads, writes []wire.Op
 	var readAt, writeAt []int
@@ -122,10 +122,10 @@ func (b *replicatedBackend) serveShard(g *replica.Group, args *wire.BatchArgs, r
 		}
 		if len(reads) == len(ops) {
 			// Only reads, the common case: no copy.
-			b.apply.apply(g.Store(), ops, results)
+			b.apply.apply(g.Store(), ops, results, cl)
 		} else {
 			sub := make([]wire.Result, len(reads))
-			b.apply.apply(g.Store(), reads, sub)
+			b.apply.apply(g.Store(), reads, sub, cl)
 			for j, i := range readAt {
 				results[i] = sub[j]
 			}

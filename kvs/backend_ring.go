@@ -31,11 +31,11 @@ type ringBackend struct {
 	fwd   *client.Client // to the other servers
 }
 
-func (b *ringBackend) batch(args *wire.BatchArgs, reply *wire.BatchReply) {
+func (b *ringBackend) batch(args *wire.BatchArgs, reply *wire.BatchReply, cl *call) {
 	switch {
 	case args.RingID == b.ring.ID():
 		reply.Results = make([]wire.Result, len(args.Ops))
-		b.apply.apply(b.store, args.Ops, reply.Results)
+		b.apply.apply(b.store, args.Ops, reply.Results, cl)
 	case args.RingID != 0:
 		reply.Status = wire.StatusWrongRing
 		reply.Err = fmt.Sprintf("batch routed with ring %016x; this server's ring is %016x over %v",
@@ -43,20 +43,20 @@ func (b *ringBackend) batch(args *wire.BatchArgs, reply *wire.BatchReply) {
 		return
 	default:
 		reply.Results = make([]wire.Result, len(args.Ops))
-		b.route(args.Ops, reply.Results)
+		b.route(args.Ops, reply.Results, cl)
 	}
 	reply.Status = wire.StatusOK
 }
 
-func (b *ringBackend) one(op wire.Op) wire.Result {
+func (b *ringBackend) one(op wire.Op, cl *call) wire.Result {
 	res := make([]wire.Result, 1)
-	b.route([]wire.Op{op}, res)
+	b.route([]wire.Op{op}, res, cl)
 	return res[0]
 }
 
 // route applies the ops this server owns and forwards the rest. Ops on one
 // key all go the same way, so they keep their batch order.
-func (b *ringBackend) route(ops []wire.Op, results []wire.Result) {
+func (b *ringBackend) route(ops []wire.Op, results []wire.Result, cl *call) {
 	var local, remote []wire.Op
 	var localAt, remoteAt []int
 	for i := range ops {
@@ -69,7 +69,7 @@ func (b *ringBackend) route(ops []wire.Op, results []wire.Result) {
 		}
 	}
 	sub := make([]wire.Result, len(local))
-	b.apply.apply(b.store, local, sub)
+	b.apply.apply(b.store, local, sub, cl)
 	for j, i := range localAt {
 		results[i] = sub[j]
 	}

@@ -1,110 +1,170 @@
 package kvs
 
 import (
-	"bufio"
-	"errors"
+	"crypto/tls"
+	"crypto/x509"
 	"io"
 	"net"
-	"net/rpc"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/batchkv/batchkv/auth"
 	"github.com/batchkv/batchkv/internal/netcount"
 	"github.com/batchkv/batchkv/kvs/replica"
 	"github.com/batchkv/batchkv/wire"
 )
 
-// handle tells the protocol of a new connection by its first bytes.
-func (s *Server) handle(raw net.Conn) {
-	counted := &netcount.Conn{Conn: raw, In: &s.stats.BytesIn, Out: &s.stats.BytesOut}
-	br := bufio.NewReaderSize(counted, 64<<10)
-	_ = raw.SetReadDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
-	head, err := br.Peek(len(wire.Preamble))
-	_ = raw.SetReadDeadline(time.Time{})
-	if err != nil && len(head) == 0 {
-		s.untrack(raw)
-		_ = raw.Close()
-		return
+// The life of a connection. The accept loop tracks it (connState) and
+// hands it to handle, which within Config.HandshakeTimeout completes the
+// TLS handshake, when the server has TLS, and reads the 8 bytes that name
+// the protocol:
+//
+//   - wire.Preamble: the binary codec, the fast path of the client library;
+//   - replica.Preamble: one shard's Raft traffic, accepted only from a node
+//     certificate that names one of the shard's replicas' hosts;
+//   - anything else: HTTP, for net/rpc with gob (the course skeleton's
+//     client and the admin RPCs) or garbage, which gets a 400.
+//
+// Nothing larger than those 8 bytes is allocated before the protocol is
+// known. From then on the reaper closes the connection once it has had no
+// request in flight and moved no byte for Limits.IdleTimeout, and every
+// write must finish within Limits.WriteTimeout.
+
+// connState is what the server knows of one open connection.
+type connState struct {
+	raw  net.Conn
+	host string // remote IP address
+	// cert is the peer's verified certificate and role its role; nil and ""
+	// without TLS. Set by handle before any request is read.
+	cert *x509.Certificate
+	role auth.Role
+
+	active   atomic.Int64 // unix nanoseconds of the last byte moved
+	inflight atomic.Int32 // requests read and not yet answered
+	replies  *budget      // value bytes of its unwritten replies
+	closed   sync.Once    // untracks it once
+}
+
+func (st *connState) touch() { st.active.Store(time.Now().UnixNano()) }
+
+// activityConn records each byte moved on its connState and bounds each
+// write by a deadline.
+type activityConn struct {
+	net.Conn
+	st           *connState
+	writeTimeout time.Duration
+}
+
+func (c *activityConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.st.touch()
 	}
-	if string(head) == replica.Preamble {
-		s.handleRaft(raw, counted, br)
-		return
+	return n, err
+}
+
+func (c *activityConn) Write(p []byte) (int, error) {
+	_ = c.Conn.SetWriteDeadline(time.Now().Add(c.writeTimeout))
+	n, err := c.Conn.Write(p)
+	if n > 0 {
+		c.st.touch()
 	}
-	if string(head) == wire.Preamble {
-		_, _ = br.Discard(len(wire.Preamble))
-		codec := &loggedCodec{ServerCodec: wire.NewServerCodec(counted, br, s.cfg.FrameTimeout), s: s, remote: raw.RemoteAddr()}
-		s.rpc.ServeCodec(codec) // returns when the connection ends, and closes it
-		s.untrack(raw)
-		return
+	return n, err
+}
+
+// handle completes a new connection's handshake and hands it to its
+// protocol.
+func (s *Server) handle(st *connState) {
+	var conn net.Conn = &activityConn{Conn: &netcount.Conn{Conn: st.raw, In: &s.stats.BytesIn, Out: &s.stats.BytesOut},
+		st: st, writeTimeout: s.limits.WriteTimeout}
+	_ = st.raw.SetDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
+	if s.serverTLS != nil {
+		tc := tls.Server(conn, s.serverTLS)
+		if err := tc.Handshake(); err != nil {
+			s.refuse(st, "TLS handshake failed", err)
+			return
+		}
+		st.cert = tc.ConnectionState().PeerCertificates[0]
+		st.role = auth.RoleOf(st.cert)
+		conn = tc
 	}
-	// Not ours: HTTP (the skeleton's net/rpc transport) or garbage, which
-	// the HTTP server answers with 400 and closes.
-	if !s.httpLn.Offer(&peekedConn{Conn: counted, r: br, done: func() { s.untrack(raw) }}) {
-		s.untrack(raw)
-		_ = raw.Close()
+	var head [len(wire.Preamble)]byte
+	n, err := io.ReadFull(conn, head[:])
+	_ = st.raw.SetDeadline(time.Time{})
+	switch {
+	case n == 0:
+		s.drop(st)
+	case err == nil && string(head[:]) == replica.Preamble:
+		s.handleRaft(st, conn)
+	case err == nil && string(head[:]) == wire.Preamble:
+		s.serveCodec(st, wire.NewServerCodec(conn, nil, s.cfg.FrameTimeout))
+	default:
+		// HTTP (the skeleton's net/rpc transport) or garbage, which the
+		// HTTP server answers with 400 and closes.
+		pc := &prefixConn{Conn: conn, prefix: head[:n], st: st, done: func() { s.drop(st) }}
+		if !s.httpLn.Offer(pc) {
+			_ = pc.Close()
+		}
 	}
 }
 
-// handleRaft hands a Raft connection to its shard, or closes it.
-func (s *Server) handleRaft(raw, counted net.Conn, br *bufio.Reader) {
-	_, _ = br.Discard(len(replica.Preamble))
+// handleRaft hands a Raft connection to its shard, or closes it with one
+// log line.
+func (s *Server) handleRaft(st *connState, conn net.Conn) {
 	rb, ok := s.svc.backend.(*replicatedBackend)
 	if !ok {
-		s.log.Warn("raft connection to a server that is not replicated", "remote", raw.RemoteAddr())
-		s.untrack(raw)
-		_ = raw.Close()
+		s.refuse(st, "raft connection to a server that is not replicated", nil)
 		return
 	}
-	sh, err := replica.ReadShard(raw, br, s.cfg.HandshakeTimeout)
+	_ = st.raw.SetReadDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
+	sh, err := replica.ReadShard(conn)
+	_ = st.raw.SetReadDeadline(time.Time{})
+	if err == nil && s.serverTLS != nil {
+		err = auth.CheckRaftPeer(st.cert, rb.set.Replicas(sh))
+	}
 	if err == nil {
-		err = rb.set.Accept(&peekedConn{Conn: counted, r: br, done: func() { s.untrack(raw) }}, sh)
+		err = rb.set.Accept(&prefixConn{Conn: conn, st: st, done: func() { s.drop(st) }}, sh)
 	}
 	if err != nil {
-		s.log.Warn("refusing raft connection", "remote", raw.RemoteAddr(), "err", err)
-		s.untrack(raw)
-		_ = raw.Close()
+		s.refuse(st, "refusing raft connection", err)
 	}
 }
 
-// loggedCodec logs why a binary connection ended, unless it ended cleanly.
-type loggedCodec struct {
-	*wire.ServerCodec
-	s      *Server
-	remote net.Addr
-}
-
-func (c *loggedCodec) ReadRequestHeader(r *rpc.Request) error {
-	err := c.ServerCodec.ReadRequestHeader(r)
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-		c.bad(err)
+// refuse logs why a connection is closed and closes it.
+func (s *Server) refuse(st *connState, why string, err error) {
+	s.stats.BadConns.Add(1)
+	args := []any{"remote", st.raw.RemoteAddr()}
+	if st.cert != nil {
+		args = append(args, "cert", st.cert.Subject.CommonName, "role", st.role)
 	}
-	return err
-}
-
-func (c *loggedCodec) ReadRequestBody(x any) error {
-	err := c.ServerCodec.ReadRequestBody(x)
-	if err != nil && !errors.Is(err, wire.ErrMalformed) && !errors.Is(err, wire.ErrTooManyOps) {
-		c.bad(err) // the codec closed the connection
+	if err != nil {
+		args = append(args, "err", err)
 	}
-	return err
+	s.log.Warn(why, args...)
+	s.drop(st)
 }
 
-func (c *loggedCodec) bad(err error) {
-	c.s.stats.BadConns.Add(1)
-	c.s.log.Warn("closing connection", "remote", c.remote, "err", err)
-}
-
-// peekedConn is a connection some of whose bytes sit in a bufio.Reader.
-type peekedConn struct {
+// prefixConn is a connection whose first bytes were already read: Read
+// returns them first. Close untracks the connection once.
+type prefixConn struct {
 	net.Conn
-	r    *bufio.Reader
-	once sync.Once
-	done func()
+	prefix []byte
+	st     *connState
+	done   func()
 }
 
-func (c *peekedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+func (c *prefixConn) Read(p []byte) (int, error) {
+	if len(c.prefix) > 0 {
+		n := copy(p, c.prefix)
+		c.prefix = c.prefix[n:]
+		return n, nil
+	}
+	return c.Conn.Read(p)
+}
 
-func (c *peekedConn) Close() error {
-	c.once.Do(c.done)
-	return c.Conn.Close()
+func (c *prefixConn) Close() error {
+	err := c.Conn.Close()
+	c.done()
+	return err
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batchkv/batchkv/auth"
 	"github.com/batchkv/batchkv/client"
 	"github.com/batchkv/batchkv/internal/faultnet"
 	"github.com/batchkv/batchkv/kvs"
@@ -36,6 +38,32 @@ type replCluster struct {
 	stale   bool          // plant the stale-read bug in every server
 	timing  replica.Timing
 	logger  *slog.Logger
+	// With withTLS: every server's identity, and the clients'.
+	nodeID, clientID *auth.Identity
+}
+
+// withTLS makes every connection of the cluster mutual TLS: the servers
+// share one node certificate for 127.0.0.1, and clients have a client
+// certificate of the same CA.
+func withTLS(c *replCluster) {
+	dir := filepath.Join(c.t.TempDir(), "certs")
+	require.NoError(c.t, auth.InitCA(dir))
+	require.NoError(c.t, auth.Issue(dir, "node", auth.RoleNode, []string{"127.0.0.1"}))
+	require.NoError(c.t, auth.Issue(dir, "client", auth.RoleClient, nil))
+	load := func(name string) *auth.Identity {
+		id, err := auth.Load(filepath.Join(dir, auth.CACertFile), filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key"))
+		require.NoError(c.t, err)
+		return id
+	}
+	c.nodeID, c.clientID = load("node"), load("client")
+}
+
+// admin reaches the servers' admin RPCs, over TLS when the cluster has it.
+func (c *replCluster) admin() client.Admin {
+	if c.clientID == nil {
+		return client.Admin{}
+	}
+	return client.Admin{TLS: c.clientID.ClientConfig()}
 }
 
 func newReplCluster(t *testing.T, n, rf, shards int, opts ...func(*replCluster)) *replCluster {
@@ -80,7 +108,7 @@ func newReplCluster(t *testing.T, n, rf, shards int, opts ...func(*replCluster))
 func (c *replCluster) start(i int) {
 	c.t.Helper()
 	cfg := kvs.Config{Self: c.addrs[i], Peers: c.addrs, Replicas: c.rf, Shards: c.shards, DataDir: c.dirs[i],
-		Logger: c.logger.With("server", i), DialRaft: c.links.Dialer(i, c.addrs), Raft: c.timing}
+		Logger: c.logger.With("server", i), DialRaft: c.links.Dialer(i, c.addrs), Raft: c.timing, Identity: c.nodeID}
 	srv, err := kvs.New(cfg)
 	require.NoError(c.t, err)
 	var ln net.Listener
@@ -114,7 +142,7 @@ func (c *replCluster) isolate(i int, on bool) {
 }
 
 func (c *replCluster) client(t *testing.T, tweak ...func(*client.Config)) *client.Client {
-	cfg := client.Config{Servers: c.addrs, Shards: c.shards, Replicas: c.rf, MaxBatchOps: 64}
+	cfg := client.Config{Servers: c.addrs, Shards: c.shards, Replicas: c.rf, MaxBatchOps: 64, TLS: c.admin().TLS}
 	for _, f := range tweak {
 		f(&cfg)
 	}
@@ -126,7 +154,7 @@ func (c *replCluster) client(t *testing.T, tweak ...func(*client.Config)) *clien
 
 // status asks server i for its view of its shards.
 func (c *replCluster) status(i int) (wire.StatusReply, error) {
-	return client.Status(c.addrs[i], wire.StatusRequest{}, time.Second)
+	return c.admin().Status(c.addrs[i], wire.StatusRequest{}, time.Second)
 }
 
 // leader returns the server that leads shard according to server i's

@@ -23,12 +23,13 @@ import (
 // leader is stopped and restarted, a follower is stopped and restarted,
 // and a leader is cut off from its peers' Raft traffic and healed. Writes
 // whose outcome the client could not learn count as possibly applied.
-// The history must be linearizable per key.
+// The history must be linearizable per key. Every connection, Raft and
+// client alike, is mutual TLS.
 func TestReplicatedLinearizableUnderFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault schedule takes about 20s")
 	}
-	c := newReplCluster(t, 3, 3, 3)
+	c := newReplCluster(t, 3, 3, 3, withTLS)
 	for sh := range 3 {
 		c.waitLeader(sh, -1)
 	}

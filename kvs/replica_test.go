@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/batchkv/batchkv/client"
 	"github.com/batchkv/batchkv/wire"
 )
 
@@ -62,7 +61,7 @@ func TestReplicatedNoAcknowledgedWriteLost(t *testing.T) {
 	require.Eventually(t, func() bool {
 		byShard := map[int][]wire.ShardStatus{}
 		for i := range c.addrs {
-			st, err := client.Status(c.addrs[i], wire.StatusRequest{Digest: true}, time.Second)
+			st, err := c.admin().Status(c.addrs[i], wire.StatusRequest{Digest: true}, time.Second)
 			if err != nil {
 				return false
 			}

@@ -28,6 +28,7 @@
 package kvs
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -36,8 +37,10 @@ import (
 	"net/rpc"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/batchkv/batchkv/auth"
 	"github.com/batchkv/batchkv/internal/handoff"
 	"github.com/batchkv/batchkv/kvs/replica"
 	"github.com/batchkv/batchkv/kvs/store"
@@ -62,8 +65,9 @@ type Config struct {
 	// shard and only takes Store's kind from it: a *store.SyncMap makes
 	// SyncMaps, anything else Arenas.
 	Store store.Store
-	// HandshakeTimeout bounds how long a new connection may take to send
-	// its first bytes. Default 10s.
+	// HandshakeTimeout bounds how long a new connection may take to
+	// complete its TLS handshake and send the bytes that name its
+	// protocol. Default 10s.
 	HandshakeTimeout time.Duration
 	// FrameTimeout bounds how long the rest of a binary frame may take to
 	// arrive once its first byte has; a connection that stalls mid-frame
@@ -94,8 +98,20 @@ type Config struct {
 	// last batch, to suppress retried duplicates. Default 10 minutes.
 	SessionTTL time.Duration
 	// DialRaft opens connections to peers for Raft; nil means plain TCP.
-	// Tests route it through fault-injecting proxies.
+	// Tests route it through fault-injecting proxies. With an Identity,
+	// TLS runs over what it opens.
 	DialRaft replica.DialFunc
+
+	// Identity, when set, makes every connection TLS 1.3 with certificates
+	// verified both ways: the server's own for listening and for dialing
+	// peers, and a certificate of the same CA required of every peer.
+	// Only node certificates may speak Raft, and only for the shards whose
+	// replicas' hosts they name. Nil means plaintext: anyone who reaches
+	// the port may do anything, Raft included.
+	Identity *auth.Identity
+	// Limits bound what any one peer can make the server hold; zero fields
+	// take DefaultLimits'.
+	Limits Limits
 }
 
 // Replicated reports whether cfg makes a replicated server.
@@ -117,6 +133,13 @@ func (c *Config) validate() error {
 	if c.HandshakeTimeout < 0 || c.FrameTimeout < 0 {
 		return errors.New("kvs: negative timeout")
 	}
+	var err error
+	if c.Limits, err = c.Limits.withDefaults(); err != nil {
+		return err
+	}
+	if c.Identity != nil && c.Identity.Role != auth.RoleNode {
+		return fmt.Errorf("kvs: a server needs a node certificate, not one with role %q", c.Identity.Role)
+	}
 	if len(c.Peers) > 0 && !slices.Contains(c.Peers, c.Self) {
 		return fmt.Errorf("%w: %q not in %v", errNotInPeers, c.Self, c.Peers)
 	}
@@ -136,19 +159,27 @@ func (c *Config) validate() error {
 
 // Server serves a Service on a listener.
 type Server struct {
-	cfg    Config
-	stats  Stats
-	svc    *Service
-	rpc    *rpc.Server
-	http   *http.Server
-	httpLn *handoff.Listener
-	log    *slog.Logger
+	cfg       Config
+	limits    Limits
+	serverTLS *tls.Config // nil: plaintext
+	stats     Stats
+	svc       *Service
+	rpc       *rpc.Server
+	http      *http.Server
+	httpLn    *handoff.Listener
+	log       *slog.Logger
 
-	mu     sync.Mutex
-	ln     net.Listener          // guarded by mu
-	conns  map[net.Conn]struct{} // guarded by mu: open client connections
-	closed bool                  // guarded by mu
-	wg     sync.WaitGroup        // connection handlers and the HTTP server
+	replies    *budget      // value bytes of unwritten replies, server-wide
+	calls      sync.Map     // decoded request arguments -> *call
+	lastDigest atomic.Int64 // unix nanoseconds of the last digest granted without TLS
+
+	mu      sync.Mutex
+	ln      net.Listener            // guarded by mu
+	conns   map[*connState]struct{} // guarded by mu: open connections
+	perHost map[string]int          // guarded by mu: open connections by remote IP
+	closed  bool                    // guarded by mu
+	stop    chan struct{}           // closed by Close
+	wg      sync.WaitGroup          // connection handlers, the HTTP server, the reaper
 }
 
 // New returns a server for cfg. It serves nothing until Serve; a
@@ -157,20 +188,25 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, conns: map[net.Conn]struct{}{}}
-	be, layout, err := newBackend(&cfg, &s.stats)
+	s := &Server{cfg: cfg, limits: cfg.Limits, log: cfg.Logger, conns: map[*connState]struct{}{},
+		perHost: map[string]int{}, replies: newBudget(cfg.Limits.ReplyBudget), stop: make(chan struct{})}
+	if cfg.Identity != nil {
+		s.serverTLS = cfg.Identity.ServerConfig()
+	}
+	be, layout, err := newBackend(&cfg, &s.stats, &applier{stats: &s.stats, replies: s.replies,
+		slots: make(chan struct{}, buildSlots()), charge: s.charge})
 	if err != nil {
 		return nil, err
 	}
-	s.svc = &Service{backend: be, stats: &s.stats, layout: layout, self: cfg.Self}
+	s.svc = &Service{backend: be, stats: &s.stats, layout: layout, self: cfg.Self, calls: s.callOf}
 	s.rpc = rpc.NewServer()
 	if err := s.rpc.RegisterName("KVService", s.svc); err != nil {
 		_ = be.close()
 		return nil, fmt.Errorf("kvs: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(rpc.DefaultRPCPath, s.rpc)
-	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: cfg.HandshakeTimeout,
+	mux.HandleFunc(rpc.DefaultRPCPath, s.serveRPCOverHTTP)
+	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: cfg.HandshakeTimeout, IdleTimeout: cfg.Limits.IdleTimeout,
 		ErrorLog: slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)}
 	return s, nil
 }
@@ -191,8 +227,15 @@ func (s *Server) Ring() *ring.Ring {
 	return nil
 }
 
-// Serve accepts connections on ln until Close, and returns nil after Close
-// or the listener's error otherwise.
+// Accept errors are retried after a pause that doubles from
+// acceptBackoffMin to acceptBackoffMax, as net/http does: running out of
+// file descriptors (EMFILE) must not end the server.
+const (
+	acceptBackoffMin = 5 * time.Millisecond
+	acceptBackoffMax = time.Second
+)
+
+// Serve accepts connections on ln until Close, and returns nil after Close.
 func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
 	if s.closed || s.ln != nil {
@@ -202,49 +245,124 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	s.ln = ln
 	s.httpLn = handoff.New(ln.Addr())
-	s.wg.Add(1)
+	s.wg.Add(2)
 	s.mu.Unlock()
 	go func() {
 		defer s.wg.Done()
 		_ = s.http.Serve(s.httpLn)
 	}()
+	go s.reap()
+	var backoff time.Duration
 	for {
 		conn, err := ln.Accept()
 		if err != nil {
-			s.mu.Lock()
-			closed := s.closed
-			s.mu.Unlock()
-			if closed {
+			if s.isClosed() {
 				return nil
 			}
-			return fmt.Errorf("kvs: accept: %w", err)
+			backoff = min(max(2*backoff, acceptBackoffMin), acceptBackoffMax)
+			s.log.Warn("accept failed; retrying", "err", err, "in", backoff)
+			select {
+			case <-time.After(backoff):
+			case <-s.stop:
+				return nil
+			}
+			continue
 		}
-		if !s.track(conn) {
+		backoff = 0
+		st, why := s.track(conn)
+		if st == nil {
+			if why != "" {
+				s.stats.BadConns.Add(1)
+				s.log.Warn("refusing connection", "remote", conn.RemoteAddr(), "reason", why)
+			}
 			_ = conn.Close()
-			return nil
+			continue
 		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.handle(conn)
+			s.handle(st)
 		}()
 	}
 }
 
-func (s *Server) track(c net.Conn) bool {
+func (s *Server) isClosed() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return false
-	}
-	s.conns[c] = struct{}{}
-	return true
+	return s.closed
 }
 
-func (s *Server) untrack(c net.Conn) {
+// track records a new connection, or refuses it (nil) when the server is
+// closed (no reason) or over a connection cap (the reason).
+func (s *Server) track(c net.Conn) (*connState, string) {
+	host, _, err := net.SplitHostPort(c.RemoteAddr().String())
+	if err != nil {
+		host = c.RemoteAddr().String()
+	}
 	s.mu.Lock()
-	delete(s.conns, c)
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return nil, ""
+	case len(s.conns) >= s.limits.MaxConns:
+		return nil, fmt.Sprintf("%d connections open, limit %d", len(s.conns), s.limits.MaxConns)
+	case s.perHost[host] >= s.limits.MaxConnsPerHost:
+		return nil, fmt.Sprintf("%d connections open from %s, limit %d", s.perHost[host], host, s.limits.MaxConnsPerHost)
+	}
+	st := &connState{raw: c, host: host, replies: newBudget(s.limits.ConnReplyBudget)}
+	st.touch()
+	s.conns[st] = struct{}{}
+	s.perHost[host]++
+	return st, ""
+}
+
+// drop closes a connection and forgets it; it may be called more than
+// once.
+func (s *Server) drop(st *connState) {
+	_ = st.raw.Close()
+	st.closed.Do(func() {
+		s.mu.Lock()
+		delete(s.conns, st)
+		if s.perHost[st.host]--; s.perHost[st.host] <= 0 {
+			delete(s.perHost, st.host)
+		}
+		s.mu.Unlock()
+	})
+}
+
+// reap closes, every so often, the connections that have had no request
+// in flight and moved no byte for Limits.IdleTimeout.
+func (s *Server) reap() {
+	defer s.wg.Done()
+	tick := time.NewTicker(min(s.limits.IdleTimeout/4, time.Second))
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case now := <-tick.C:
+			cutoff := now.Add(-s.limits.IdleTimeout).UnixNano()
+			var idle []*connState
+			s.mu.Lock()
+			for st := range s.conns {
+				if st.inflight.Load() == 0 && st.active.Load() < cutoff {
+					idle = append(idle, st)
+				}
+			}
+			s.mu.Unlock()
+			for _, st := range idle {
+				s.stats.IdleClosed.Add(1)
+				s.drop(st)
+			}
+		}
+	}
+}
+
+// Conns returns the number of open connections.
+func (s *Server) Conns() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
 }
 
 // Close stops accepting, closes every connection and waits for their
@@ -256,13 +374,18 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.closed = true
+	close(s.stop)
 	if s.ln != nil {
 		_ = s.ln.Close()
 	}
-	for c := range s.conns {
-		_ = c.Close()
+	conns := make([]*connState, 0, len(s.conns))
+	for st := range s.conns {
+		conns = append(conns, st)
 	}
 	s.mu.Unlock()
+	for _, st := range conns {
+		_ = st.raw.Close()
+	}
 	if s.httpLn != nil {
 		_ = s.http.Close()
 	}

@@ -22,7 +22,13 @@ type Stats struct {
 	Forwarded atomic.Uint64 // ops sent on to the server that owns them
 	BytesIn   atomic.Uint64 // bytes read from client connections
 	BytesOut  atomic.Uint64 // bytes written to client connections
-	BadConns  atomic.Uint64 // connections closed for malformed input
+	BadConns  atomic.Uint64 // connections closed for bad input, a failed handshake, or over a cap
+	// IdleClosed counts connections closed for idling past
+	// Limits.IdleTimeout.
+	IdleClosed atomic.Uint64
+	// BudgetWaits counts batches that waited for a reply budget
+	// (Limits.ReplyBudget, Limits.ConnReplyBudget).
+	BudgetWaits atomic.Uint64
 
 	// Results counts ops by the status they were answered with (indexed by
 	// wire.Status); a batch rejected whole counts every op in it.
@@ -34,7 +40,7 @@ type Stats struct {
 }
 
 const (
-	numStatuses      = 8  // wire.Status values fit below this
+	numStatuses      = 16 // wire.Status values fit below this
 	batchSizeBuckets = 17 // up to 2^16 = wire.MaxBatchOps
 )
 

@@ -10,6 +10,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -28,6 +29,7 @@ import (
 	"github.com/batchkv/batchkv/client"
 	"github.com/batchkv/batchkv/internal/latency"
 	"github.com/batchkv/batchkv/internal/procstat"
+	"github.com/batchkv/batchkv/internal/tlsflags"
 	"github.com/batchkv/batchkv/wire"
 	"github.com/batchkv/batchkv/workload"
 )
@@ -57,6 +59,7 @@ type options struct {
 	vnodes     int
 	cpuprofile string
 	syncOps    int
+	tls        *tls.Config
 }
 
 func parse(args []string) (*options, error) {
@@ -77,8 +80,16 @@ func parse(args []string) (*options, error) {
 	fs.IntVar(&o.vnodes, "vnodes", 0, "virtual nodes per server; must match the servers' (0: default)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the measured load to this file")
 	fs.IntVar(&o.syncOps, "sync-ops", 0, "instead of the load: this many synchronous single puts, then as many gets, from one goroutine; print their latency percentiles")
+	tf := tlsflags.Register(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
+	}
+	id, err := tf.Load()
+	if err != nil {
+		return nil, err
+	}
+	if id != nil {
+		o.tls = id.ClientConfig()
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
@@ -108,10 +119,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "config hosts=%s workload=%s theta=%v secs=%d numClients=%d batchSize=%d records=%d valueBytes=%d codec=%s conns=%d seed=%d\n",
-		strings.Join(o.hosts, ","), o.workload, o.theta, o.secs, o.numClients, o.batchSize, o.records, o.valueBytes, o.codec, o.conns, o.seed)
-	cfg := client.Config{Servers: o.hosts, Codec: o.codec, ConnsPerServer: o.conns, VirtualNodes: o.vnodes}
-	if l, err := client.Discover(o.hosts[0], 5*time.Second); err != nil {
+	fmt.Fprintf(stdout, "config hosts=%s workload=%s theta=%v secs=%d numClients=%d batchSize=%d records=%d valueBytes=%d codec=%s conns=%d tls=%t seed=%d\n",
+		strings.Join(o.hosts, ","), o.workload, o.theta, o.secs, o.numClients, o.batchSize, o.records, o.valueBytes, o.codec, o.conns, o.tls != nil, o.seed)
+	cfg := client.Config{Servers: o.hosts, Codec: o.codec, ConnsPerServer: o.conns, VirtualNodes: o.vnodes, TLS: o.tls}
+	if l, err := (client.Admin{TLS: o.tls}).Discover(o.hosts[0], 5*time.Second); err != nil {
 		fmt.Fprintf(stdout, "layout: %s did not answer (%v); routing over -hosts\n", o.hosts[0], err)
 	} else if l.Shards > 0 {
 		cfg.Servers, cfg.Shards, cfg.Replicas, cfg.VirtualNodes = l.Servers, l.Shards, l.Replicas, l.VirtualNodes

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/batchkv/batchkv/client"
+	"github.com/batchkv/batchkv/internal/tlsflags"
 	"github.com/batchkv/batchkv/wire"
 )
 
@@ -42,8 +43,10 @@ func run(args []string, stdout io.Writer) error {
 	hosts := fs.String("hosts", "127.0.0.1:8080", "comma-separated host:port of servers; the first that answers tells the layout")
 	timeout := fs.Duration("timeout", 5*time.Second, "deadline of each command (of each write, for probe)")
 	interval := fs.Duration("interval", 10*time.Millisecond, "probe: pause between writes")
+	tf := tlsflags.Register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: kvsctl [-hosts h:p,...] [-timeout d] status | get KEY | put KEY VALUE | delete KEY | leader SHARD | probe SHARD")
+		fmt.Fprintln(fs.Output(), "usage: kvsctl [-hosts h:p,...] [-timeout d] [-tls-ca F -tls-cert F -tls-key F] status | get KEY | put KEY VALUE | delete KEY | leader SHARD | probe SHARD")
+		fmt.Fprintln(fs.Output(), "       kvsctl certs init|issue ...   (kvsctl certs for help)")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -54,20 +57,31 @@ func run(args []string, stdout io.Writer) error {
 		fs.Usage()
 		return errors.New("no command")
 	}
-	cfg, err := discover(strings.Split(*hosts, ","), *timeout)
+	if cmd[0] == "certs" {
+		return certs(cmd[1:], stdout)
+	}
+	id, err := tf.Load()
+	if err != nil {
+		return err
+	}
+	var admin client.Admin
+	if id != nil {
+		admin.TLS = id.ClientConfig()
+	}
+	cfg, err := discover(admin, strings.Split(*hosts, ","), *timeout)
 	if err != nil {
 		return err
 	}
 	switch {
 	case cmd[0] == "status" && len(cmd) == 1:
-		return status(cfg, *timeout, stdout)
+		return status(admin, cfg, *timeout, stdout)
 	case (cmd[0] == "leader" || cmd[0] == "probe") && len(cmd) == 2:
 		sh, err := strconv.Atoi(cmd[1])
 		if err != nil || sh < 0 || sh >= max(cfg.Shards, 1) {
 			return fmt.Errorf("%s %q: not a shard of this cluster (%d shards)", cmd[0], cmd[1], cfg.Shards)
 		}
 		if cmd[0] == "leader" {
-			return leader(cfg, *timeout, sh, stdout)
+			return leader(admin, cfg, *timeout, sh, stdout)
 		}
 		return probe(cfg, *timeout, sh, *interval, stdout)
 	case cmd[0] == "get" && len(cmd) == 2, cmd[0] == "put" && len(cmd) == 3, cmd[0] == "delete" && len(cmd) == 2:
@@ -77,10 +91,10 @@ func run(args []string, stdout io.Writer) error {
 	return fmt.Errorf("bad command %q", strings.Join(cmd, " "))
 }
 
-func discover(hosts []string, timeout time.Duration) (client.Config, error) {
+func discover(admin client.Admin, hosts []string, timeout time.Duration) (client.Config, error) {
 	var errs []error
 	for _, h := range hosts {
-		cfg, err := client.Discover(h, timeout)
+		cfg, err := admin.Discover(h, timeout)
 		if err == nil {
 			return cfg, nil
 		}
@@ -89,7 +103,7 @@ func discover(hosts []string, timeout time.Duration) (client.Config, error) {
 	return client.Config{}, fmt.Errorf("no server answered: %w", errors.Join(errs...))
 }
 
-func status(cfg client.Config, timeout time.Duration, stdout io.Writer) error {
+func status(admin client.Admin, cfg client.Config, timeout time.Duration, stdout io.Writer) error {
 	if cfg.Shards == 0 {
 		fmt.Fprintf(stdout, "not replicated: %d servers, keys placed by consistent hashing (%s)\n", len(cfg.Servers), strings.Join(cfg.Servers, ","))
 		return nil
@@ -97,7 +111,7 @@ func status(cfg client.Config, timeout time.Duration, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "%d servers, %d shards, RF %d\n", len(cfg.Servers), cfg.Shards, cfg.Replicas)
 	var rows []row
 	for _, srv := range cfg.Servers {
-		st, err := client.Status(srv, wire.StatusRequest{}, timeout)
+		st, err := admin.Status(srv, wire.StatusRequest{}, timeout)
 		if err != nil {
 			fmt.Fprintf(stdout, "%s: unreachable (%v)\n", srv, err)
 			continue

@@ -17,9 +17,9 @@ import (
 
 // leader prints the address of shard's leader as the first replica that
 // knows one says.
-func leader(cfg client.Config, timeout time.Duration, sh int, stdout io.Writer) error {
+func leader(admin client.Admin, cfg client.Config, timeout time.Duration, sh int, stdout io.Writer) error {
 	for _, srv := range cfg.Servers {
-		st, err := client.Status(srv, wire.StatusRequest{}, timeout)
+		st, err := admin.Status(srv, wire.StatusRequest{}, timeout)
 		if err != nil {
 			continue
 		}

@@ -24,6 +24,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/batchkv/batchkv/auth"
+	"github.com/batchkv/batchkv/internal/tlsflags"
 	"github.com/batchkv/batchkv/kvs"
 	"github.com/batchkv/batchkv/kvs/replica"
 	"github.com/batchkv/batchkv/kvs/store"
@@ -41,14 +43,21 @@ func main() {
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("kvsserver", flag.ContinueOnError)
 	port := fs.Int("port", 8080, "TCP port to listen on")
-	host := fs.String("host", "", "address to listen on (empty: all interfaces)")
+	host := fs.String("host", "127.0.0.1", "address to listen on; a non-loopback one (or empty: all interfaces) needs TLS, or -insecure")
 	peers := fs.String("peers", "", "comma-separated host:port of every server, this one included (empty: a single server owning every key)")
 	self := fs.String("self", "", "this server's entry in -peers (default: the entry ending in :<port>, if only one does)")
 	vnodes := fs.Int("vnodes", 0, "virtual nodes per server on the ring; clients must use the same (0: the default, 1024)")
 	report := fs.Duration("report", time.Second, "interval of the rate report (0: no report)")
 	frameTimeout := fs.Duration("frame-timeout", 30*time.Second, "close a connection whose request frame stalls this long")
 	storeName := fs.String("store", store.DefaultKind, "store implementation: "+strings.Join(store.Kinds, " or "))
-	admin := fs.String("admin", "", "host:port of the admin HTTP server with /metrics (Prometheus) and /debug/pprof (empty: none)")
+	admin := fs.String("admin", "", "host:port of the admin HTTP server with /metrics (Prometheus) and /debug/pprof, unauthenticated (empty: none; empty host: 127.0.0.1)")
+	insecure := fs.Bool("insecure", false, "allow listening on a non-loopback address without TLS: anyone who reaches the port can then read, write and speak Raft")
+	tf := tlsflags.Register(fs)
+	var lim kvs.Limits
+	fs.DurationVar(&lim.IdleTimeout, "idle-timeout", 0, "close a connection with nothing in flight and no byte moved this long (0: 2m)")
+	fs.IntVar(&lim.MaxConns, "max-conns", 0, "open connections in total (0: 4096)")
+	fs.IntVar(&lim.MaxConnsPerHost, "max-conns-per-host", 0, "open connections from one IP address (0: 512)")
+	fs.Int64Var(&lim.ReplyBudget, "reply-budget", 0, "bytes of values in replies not yet written, server-wide (0: 256 MiB)")
 	rf := fs.Int("rf", 1, "replication factor: each shard is a Raft group on this many servers (1: memory-only, unless -data-dir)")
 	shards := fs.Int("shards", 0, "shards of a replicated cluster (0: one per server); clients learn it from the servers")
 	dataDir := fs.String("data-dir", "", "directory of the Raft logs and snapshots; makes the server durable (default with -rf > 1: kvsdata/<host_port>)")
@@ -68,12 +77,19 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	// Data dirs, logs and snapshots hold the keys and values in clear:
+	// readable by this user only.
+	syscall.Umask(0o077)
+	id, err := tf.Load()
+	if err != nil {
+		return err
+	}
 	st, ok := store.New(*storeName)
 	if !ok {
 		return fmt.Errorf("-store %q: want one of %v", *storeName, store.Kinds)
 	}
 	cfg := kvs.Config{VirtualNodes: *vnodes, FrameTimeout: *frameTimeout, Logger: log, Store: st,
-		Replicas: *rf, Shards: *shards, DataDir: *dataDir, NoSync: *noSync, Raft: timing}
+		Replicas: *rf, Shards: *shards, DataDir: *dataDir, NoSync: *noSync, Raft: timing, Identity: id, Limits: lim}
 	if *raftVia != "" {
 		via, err := parseVia(*raftVia)
 		if err != nil {
@@ -112,6 +128,15 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			log.Warn("WARNING: -unsafe-nosync: the Raft log is not fsynced; acknowledged writes can be lost if a majority of a shard's machines crash")
 		}
 	}
+	if err := checkExposure(*host, id, *insecure, log); err != nil {
+		return err
+	}
+	if id != nil && cfg.Self != "" {
+		selfHost, _, _ := net.SplitHostPort(cfg.Self)
+		if err := id.Cert.Leaf.VerifyHostname(selfHost); err != nil {
+			return fmt.Errorf("-tls-cert does not name this server's host %q, which peers and clients dial: %w", selfHost, err)
+		}
+	}
 	// Listen first: a port in use fails here, before any Raft group starts.
 	ln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*port)))
 	if err != nil {
@@ -124,7 +149,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	log.Info("serving", "addr", ln.Addr().String(), "peers", cfg.Peers, "self", cfg.Self, "store", *storeName)
 	if *admin != "" {
-		_, stopAdmin, err := serveAdmin(*admin, srv.Metrics(), log)
+		_, stopAdmin, err := serveAdmin(adminAddr(*admin), srv.Metrics(), log)
 		if err != nil {
 			_ = ln.Close()
 			_ = srv.Close()
@@ -147,6 +172,52 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		_ = srv.Close()
 		return err
 	}
+}
+
+// errExposed says a server would listen beyond this machine without TLS.
+var errExposed = errors.New("refusing to listen on a non-loopback address without TLS: give -tls-ca, -tls-cert and -tls-key (kvsctl certs makes them), or -insecure to accept that anyone who reaches the port owns the cluster")
+
+// checkExposure refuses a plaintext server on an address other machines
+// can reach, unless insecure, and then warns.
+func checkExposure(host string, id *auth.Identity, insecure bool, log *slog.Logger) error {
+	if id != nil || isLoopback(host) {
+		return nil
+	}
+	if !insecure {
+		return fmt.Errorf("-host %q: %w", host, errExposed)
+	}
+	log.Warn("WARNING: -insecure: listening without TLS on a non-loopback address; anyone who reaches the port can read and write every key and speak Raft", "host", host)
+	return nil
+}
+
+// isLoopback reports whether every address host names is a loopback
+// address. Empty (all interfaces) is not.
+func isLoopback(host string) bool {
+	if host == "" {
+		return false
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		return ip.IsLoopback()
+	}
+	ips, err := net.LookupIP(host)
+	if err != nil || len(ips) == 0 {
+		return false
+	}
+	for _, ip := range ips {
+		if !ip.IsLoopback() {
+			return false
+		}
+	}
+	return true
+}
+
+// adminAddr binds an admin address with no host to loopback: the admin
+// server has no authentication.
+func adminAddr(addr string) string {
+	if host, port, err := net.SplitHostPort(addr); err == nil && host == "" {
+		return net.JoinHostPort("127.0.0.1", port)
+	}
+	return addr
 }
 
 // defaultHost is the host a lone replicated server advertises when it

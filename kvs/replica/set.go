@@ -112,6 +112,20 @@ func (s *Set) Group(sh int) *Group {
 	return s.groups[sh]
 }
 
+// Replicas returns the addresses of shard sh's replicas, or nil for no
+// such shard.
+func (s *Set) Replicas(sh int) []string {
+	if sh < 0 || sh >= s.layout.Shards() {
+		return nil
+	}
+	servers := s.layout.Servers()
+	var out []string
+	for _, i := range s.layout.Replicas(sh) {
+		out = append(out, servers[i])
+	}
+	return out
+}
+
 // Accept hands an inbound Raft connection for shard sh, whose Preamble
 // and shard number have been read, to that shard's transport. On error
 // the caller still owns c.

@@ -1,7 +1,6 @@
 package replica
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -65,11 +64,9 @@ func (s *stream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn,
 	return c, nil
 }
 
-// ReadShard reads the shard number that follows Preamble, with a
-// deadline, from a connection whose preamble r has consumed.
-func ReadShard(c net.Conn, r *bufio.Reader, timeout time.Duration) (int, error) {
-	_ = c.SetReadDeadline(time.Now().Add(timeout))
-	defer func() { _ = c.SetReadDeadline(time.Time{}) }()
+// ReadShard reads the shard number that follows Preamble from a
+// connection whose preamble has been consumed. The caller sets a deadline.
+func ReadShard(r io.Reader) (int, error) {
 	var b [4]byte
 	if _, err := io.ReadFull(r, b[:]); err != nil {
 		return 0, fmt.Errorf("raft connection header: %w", err)

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/batchkv/batchkv/auth"
+)
+
+const certsUsage = `usage:
+  kvsctl certs init -dir DIR
+      make a cluster CA: DIR/ca.crt and DIR/ca.key
+  kvsctl certs issue -dir DIR -name NAME -role node -hosts h1,h2,...
+      a server's certificate, for every host name or IP address it is reached at
+  kvsctl certs issue -dir DIR -name NAME -role client
+      a client's certificate
+Both write DIR/NAME.crt and DIR/NAME.key (keys mode 0600) and never overwrite a file.`
+
+// certs runs `kvsctl certs init|issue ...`.
+func certs(args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprintln(stdout, certsUsage)
+		return errors.New("certs: init or issue?")
+	}
+	fs := flag.NewFlagSet("kvsctl certs "+args[0], flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprintln(fs.Output(), certsUsage) }
+	dir := fs.String("dir", "", "directory of the CA and the certificates")
+	name := fs.String("name", "", "issue: the certificate's name (its files are NAME.crt and NAME.key)")
+	role := fs.String("role", "", "issue: node (a server) or client")
+	hosts := fs.String("hosts", "", "issue -role node: comma-separated host names and IP addresses the server is reached at")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("certs %s: unexpected arguments %q", args[0], fs.Args())
+	}
+	if *dir == "" {
+		return fmt.Errorf("certs %s: -dir is required", args[0])
+	}
+	switch args[0] {
+	case "init":
+		if err := auth.InitCA(*dir); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "wrote %s and %s\n", filepath.Join(*dir, auth.CACertFile), filepath.Join(*dir, auth.CAKeyFile))
+		return nil
+	case "issue":
+		var hs []string
+		if *hosts != "" {
+			hs = strings.Split(*hosts, ",")
+		}
+		if err := auth.Issue(*dir, *name, auth.Role(*role), hs); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "wrote %s and %s (role %s)\n", filepath.Join(*dir, *name+".crt"), filepath.Join(*dir, *name+".key"), *role)
+		return nil
+	}
+	fmt.Fprintln(stdout, certsUsage)
+	return fmt.Errorf("certs %q: want init or issue", args[0])
+}

@@ -1,0 +1,159 @@
+package kvs
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/rpc"
+	"sync"
+	"time"
+
+	"github.com/batchkv/batchkv/auth"
+	"github.com/batchkv/batchkv/wire"
+)
+
+// call is one request from the moment its header is read until its reply
+// is written: the connection it came on and the reply bytes charged to
+// it. The Service finds the call of its arguments through Server.calls.
+type call struct {
+	conn    *connState
+	charged int64 // set by the request's goroutine, read after it returns
+}
+
+// serverCodec wraps a connection's rpc.ServerCodec (binary or gob) with
+// the per-connection limits: at most Limits.MaxInFlight requests being
+// served, reply bytes charged until written, content digests only for
+// those allowed, and a log line for a connection closed on bad input.
+type serverCodec struct {
+	rpc.ServerCodec
+	s     *Server
+	st    *connState
+	slots chan struct{} // one per request in flight
+
+	cur   *call // of the request whose header was just read; reader goroutine only
+	mu    sync.Mutex
+	calls map[uint64]*call // guarded by mu: by sequence number, until answered
+}
+
+// serveCodec serves rpc requests on a connection until it ends.
+func (s *Server) serveCodec(st *connState, inner rpc.ServerCodec) {
+	c := &serverCodec{ServerCodec: inner, s: s, st: st, slots: make(chan struct{}, s.limits.MaxInFlight),
+		calls: map[uint64]*call{}}
+	s.rpc.ServeCodec(c) // returns when the connection ends, and closes it
+	s.drop(st)
+}
+
+// ReadRequestHeader implements rpc.ServerCodec: it waits for a free slot,
+// so a connection with MaxInFlight requests in flight is not read further.
+func (c *serverCodec) ReadRequestHeader(r *rpc.Request) error {
+	c.slots <- struct{}{}
+	if err := c.ServerCodec.ReadRequestHeader(r); err != nil {
+		<-c.slots
+		if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			c.bad(err)
+		}
+		return err
+	}
+	c.cur = &call{conn: c.st}
+	c.mu.Lock()
+	c.calls[r.Seq] = c.cur
+	c.mu.Unlock()
+	c.st.inflight.Add(1)
+	return nil
+}
+
+// ReadRequestBody implements rpc.ServerCodec.
+func (c *serverCodec) ReadRequestBody(x any) error {
+	if err := c.ServerCodec.ReadRequestBody(x); err != nil {
+		if !errors.Is(err, wire.ErrMalformed) && !errors.Is(err, wire.ErrTooManyOps) {
+			c.bad(err) // the connection is out of step; the codec closed it
+		}
+		return err
+	}
+	if x == nil {
+		return nil
+	}
+	if sr, ok := x.(*wire.StatusRequest); ok && sr.Digest {
+		if err := c.s.mayDigest(c.st); err != nil {
+			return err
+		}
+	}
+	c.s.calls.Store(x, c.cur)
+	return nil
+}
+
+// WriteResponse implements rpc.ServerCodec: once the reply is written (or
+// the write failed), its charge and its slot are released.
+func (c *serverCodec) WriteResponse(r *rpc.Response, x any) error {
+	err := c.ServerCodec.WriteResponse(r, x)
+	if err != nil {
+		// A reply not written within Limits.WriteTimeout, or a broken
+		// connection: the stream is out of step, and a peer that does not
+		// read must not hold its replies' memory.
+		c.s.drop(c.st)
+	}
+	c.mu.Lock()
+	cl := c.calls[r.Seq]
+	delete(c.calls, r.Seq)
+	c.mu.Unlock()
+	if cl != nil {
+		c.s.releaseCall(cl)
+		c.st.inflight.Add(-1)
+		<-c.slots
+	}
+	return err
+}
+
+func (c *serverCodec) bad(err error) {
+	c.s.stats.BadConns.Add(1)
+	c.s.log.Warn("closing connection", "remote", c.st.raw.RemoteAddr(), "err", err)
+}
+
+// callOf returns the call whose decoded arguments are args, and forgets
+// it; nil for a call that did not come through a serverCodec (a test or
+// benchmark calling the Service directly).
+func (s *Server) callOf(args any) *call {
+	if v, ok := s.calls.LoadAndDelete(args); ok {
+		return v.(*call)
+	}
+	return nil
+}
+
+// charge charges n bytes of reply values to cl, its connection and the
+// server, until the reply is written.
+func (s *Server) charge(cl *call, n int64) {
+	if cl == nil || n == 0 {
+		return
+	}
+	cl.charged += n
+	cl.conn.replies.charge(n)
+	s.replies.charge(n)
+}
+
+func (s *Server) releaseCall(cl *call) {
+	cl.conn.replies.release(cl.charged)
+	s.replies.release(cl.charged)
+	cl.charged = 0
+}
+
+// errDigestRefused says a caller may not ask for content digests now.
+var errDigestRefused = errors.New("kvs: content digests are for node certificates, or at most once per Limits.DigestEvery without TLS")
+
+// mayDigest says whether the caller on st may have content digests, a
+// full scan of every shard: with TLS only a node certificate; without, at
+// most one caller per Limits.DigestEvery.
+func (s *Server) mayDigest(st *connState) error {
+	if s.serverTLS != nil {
+		if st.role != auth.RoleNode {
+			return fmt.Errorf("%w (certificate role %q)", errDigestRefused, st.role)
+		}
+		return nil
+	}
+	now := time.Now().UnixNano()
+	last := s.lastDigest.Load()
+	if now-last < int64(s.limits.DigestEvery) || !s.lastDigest.CompareAndSwap(last, now) {
+		return errDigestRefused
+	}
+	return nil
+}

@@ -1,0 +1,97 @@
+package kvs
+
+import (
+	"errors"
+	"runtime"
+	"time"
+)
+
+// Limits bound what any one peer, member or not, can make a server hold:
+// connections, requests in flight, reply bytes waiting to be written, and
+// time. The zero value of a field takes its default, which the standard
+// run stays well within.
+type Limits struct {
+	// MaxConns caps open connections in total; one over it is closed at
+	// once. Default 4096.
+	MaxConns int
+	// MaxConnsPerHost caps open connections from one remote IP address.
+	// Default 512.
+	MaxConnsPerHost int
+	// IdleTimeout closes a connection that has had no request in flight
+	// and has moved no byte for this long. Default 2 minutes.
+	IdleTimeout time.Duration
+	// WriteTimeout bounds each write to a connection; a peer that does not
+	// read its replies has its connection closed after it. Default 10 s.
+	WriteTimeout time.Duration
+	// MaxInFlight caps the requests of one connection being served at
+	// once; the connection is not read further until one is answered.
+	// Default 256 (the load client keeps 64 per connection).
+	MaxInFlight int
+	// ReplyBudget caps, server-wide, the bytes of values that replies hold
+	// until they are written. A batch that would read values waits while
+	// the server is over it. Default 256 MiB.
+	ReplyBudget int64
+	// ConnReplyBudget caps the same per connection, so that one peer that
+	// does not read its replies stalls only itself. Default 64 MiB.
+	ConnReplyBudget int64
+	// MaxGobMessage caps one gob message of the HTTP net/rpc path (the
+	// course skeleton's Get and Put, the admin RPCs), enforced before it
+	// is read. Default 4 MiB: a legacy Put of the largest value fits.
+	MaxGobMessage int
+	// DigestEvery is how often a caller without a node certificate may ask
+	// for content digests (a full scan of every shard). Default 1 s.
+	DigestEvery time.Duration
+}
+
+// DefaultLimits returns the limits a server runs with.
+func DefaultLimits() Limits {
+	return Limits{
+		MaxConns:        4096,
+		MaxConnsPerHost: 512,
+		IdleTimeout:     2 * time.Minute,
+		WriteTimeout:    10 * time.Second,
+		MaxInFlight:     256,
+		ReplyBudget:     256 << 20,
+		ConnReplyBudget: 64 << 20,
+		MaxGobMessage:   4 << 20,
+		DigestEvery:     time.Second,
+	}
+}
+
+// withDefaults fills zero fields with DefaultLimits' and rejects negative
+// ones.
+func (l Limits) withDefaults() (Limits, error) {
+	d := DefaultLimits()
+	if l.MaxConns < 0 || l.MaxConnsPerHost < 0 || l.IdleTimeout < 0 || l.WriteTimeout < 0 ||
+		l.MaxInFlight < 0 || l.ReplyBudget < 0 || l.ConnReplyBudget < 0 || l.MaxGobMessage < 0 || l.DigestEvery < 0 {
+		return l, errors.New("kvs: negative limit")
+	}
+	fill := func(v *int, def int) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	fill(&l.MaxConns, d.MaxConns)
+	fill(&l.MaxConnsPerHost, d.MaxConnsPerHost)
+	fill(&l.MaxInFlight, d.MaxInFlight)
+	fill(&l.MaxGobMessage, d.MaxGobMessage)
+	for _, f := range []struct{ v, def *time.Duration }{
+		{&l.IdleTimeout, &d.IdleTimeout}, {&l.WriteTimeout, &d.WriteTimeout}, {&l.DigestEvery, &d.DigestEvery},
+	} {
+		if *f.v == 0 {
+			*f.v = *f.def
+		}
+	}
+	if l.ReplyBudget == 0 {
+		l.ReplyBudget = d.ReplyBudget
+	}
+	if l.ConnReplyBudget == 0 {
+		l.ConnReplyBudget = d.ConnReplyBudget
+	}
+	return l, nil
+}
+
+// buildSlots is how many batches may read values from the stores at once.
+// Reading is CPU-bound, so more would not go faster; fewer bound how far
+// concurrent batches can overshoot the reply budgets before it is charged.
+func buildSlots() int { return 2 * runtime.GOMAXPROCS(0) }
