@@ -100,8 +100,8 @@ func TestRolesAndHosts(t *testing.T) {
 }
 
 // handshake serves one TLS connection with srv and dials it with cli; it
-// returns the client's handshake error and the role the server saw.
-func handshake(t *testing.T, srv, cli *tls.Config) (error, auth.Role) {
+// returns the role the server saw and the client's handshake error.
+func handshake(t *testing.T, srv, cli *tls.Config) (auth.Role, error) {
 	t.Helper()
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", srv)
 	require.NoError(t, err)
@@ -130,40 +130,40 @@ func handshake(t *testing.T, srv, cli *tls.Config) (error, auth.Role) {
 		_, err = io.ReadFull(c, make([]byte, 2))
 		_ = c.Close()
 	}
-	return err, <-roles
+	return <-roles, err
 }
 
 func TestMutualTLS(t *testing.T) {
 	dir, other := newCA(t), newCA(t)
 	node, alice, stranger := load(t, dir, "node0"), load(t, dir, "alice"), load(t, other, "node0")
 
-	err, role := handshake(t, node.ServerConfig(), alice.ClientConfig())
+	role, err := handshake(t, node.ServerConfig(), alice.ClientConfig())
 	require.NoError(t, err)
 	require.Equal(t, auth.RoleClient, role)
 
-	err, role = handshake(t, node.ServerConfig(), node.ClientConfig())
+	role, err = handshake(t, node.ServerConfig(), node.ClientConfig())
 	require.NoError(t, err)
 	require.Equal(t, auth.RoleNode, role)
 
-	err, role = handshake(t, node.ServerConfig(), stranger.ClientConfig())
+	role, err = handshake(t, node.ServerConfig(), stranger.ClientConfig())
 	require.Error(t, err, "a certificate of another CA is refused")
 	require.Empty(t, role)
 
 	noCert := &tls.Config{MinVersion: tls.VersionTLS13, RootCAs: node.CA}
-	err, role = handshake(t, node.ServerConfig(), noCert)
+	role, err = handshake(t, node.ServerConfig(), noCert)
 	require.Error(t, err, "a client without a certificate is refused")
 	require.Empty(t, role)
 
 	old := alice.ClientConfig()
 	old.MinVersion, old.MaxVersion = tls.VersionTLS12, tls.VersionTLS12
-	err, _ = handshake(t, node.ServerConfig(), old)
+	_, err = handshake(t, node.ServerConfig(), old)
 	require.Error(t, err, "TLS 1.2 is refused")
 
 	wrongHost := auth.ForAddr(alice.ClientConfig(), "127.0.0.1:1")
 	wrongHost.ServerName = "elsewhere.example"
-	err, _ = handshake(t, node.ServerConfig(), wrongHost)
+	_, err = handshake(t, node.ServerConfig(), wrongHost)
 	require.Error(t, err, "a server certificate that does not name the host is refused")
 
-	err, _ = handshake(t, alice.ServerConfig(), node.ClientConfig())
+	_, err = handshake(t, alice.ServerConfig(), node.ClientConfig())
 	require.Error(t, err, "a client certificate cannot serve")
 }

@@ -8,8 +8,6 @@ import (
 )
 
 const (
-	// maxValueBuf caps the first allocation of a batch's value buffer.
-	maxValueBuf = 4 << 20
 	// maxReplyValues caps the bytes of values one batch may read, so that
 	// its reply fits in a frame (wire.MaxFrameBytes, with room for the
 	// results' headers). Gets past it answer StatusTooLarge: without it,
@@ -34,8 +32,7 @@ type applier struct {
 }
 
 // apply applies ops to st, in order, writing their results. The values
-// read are copied into one buffer per call, which the results' values
-// alias; they are charged to cl (nil: charged to nothing) until its reply
+// read are copied into a store.Values, which the results' values alias; they are charged to cl (nil: charged to nothing) until its reply
 // is written.
 func (a *applier) apply(st store.Store, ops []wire.Op, results []wire.Result, cl *call) {
 	var gets, puts, dels, rejected uint64
@@ -54,14 +51,15 @@ func (a *applier) apply(st store.Store, ops []wire.Op, results []wire.Result, cl
 	if gets > 0 {
 		a.admit(cl)
 	}
-	vals := store.Apply(st, ops, results, make([]byte, 0, a.valueBufSize(gets)), maxReplyValues)
+	vals := &store.Values{Limit: maxReplyValues, Hint: a.valueBufSize(gets)}
+	store.Apply(st, ops, results, vals)
 	if gets > 0 {
 		if a.slots != nil {
 			<-a.slots
 		}
-		a.valueBytes.Store(uint64(len(vals))/gets + 1)
+		a.valueBytes.Store(uint64(vals.Len())/gets + 1)
 		if a.charge != nil {
-			a.charge(cl, int64(len(vals)))
+			a.charge(cl, int64(vals.Len()))
 		}
 	}
 	// One atomic add per counter per batch, not per op.
@@ -72,30 +70,40 @@ func (a *applier) apply(st store.Store, ops []wire.Op, results []wire.Result, cl
 }
 
 // admit waits until cl's connection and the server are within their reply
-// budgets, then takes a build slot; the caller gives the slot back.
+// budgets while it holds a build slot, and returns holding the slot; the
+// caller gives it back. Checking under the slot bounds the overshoot:
+// only the few slot holders can have passed the check and not yet charged
+// what they read.
 func (a *applier) admit(cl *call) {
 	waited := false
-	if cl != nil {
-		waited = cl.conn.replies.wait()
-	}
-	if a.replies != nil && a.replies.wait() {
-		waited = true
+	for {
+		if cl != nil && cl.conn.replies.wait() {
+			waited = true
+		}
+		if a.replies != nil && a.replies.wait() {
+			waited = true
+		}
+		if a.slots == nil {
+			break
+		}
+		a.slots <- struct{}{}
+		if (cl == nil || !cl.conn.replies.over()) && (a.replies == nil || !a.replies.over()) {
+			break
+		}
+		<-a.slots // over again: wait without holding a slot
 	}
 	if waited {
 		a.stats.BudgetWaits.Add(1)
 	}
-	if a.slots != nil {
-		a.slots <- struct{}{}
-	}
 }
 
 // valueBufSize guesses the bytes of values that a batch with gets gets
-// will read, from the last batch's mean; append grows the buffer beyond
-// this first allocation when needed.
+// will read, from the last batch's mean plus a quarter, so that most
+// batches' values fit in one chunk.
 func (a *applier) valueBufSize(gets uint64) int {
 	per := a.valueBytes.Load()
 	if per == 0 {
 		per = 64
 	}
-	return int(min(gets*per, maxValueBuf))
+	return int(min(gets*per+gets*per/4, maxReplyValues))
 }

@@ -12,10 +12,11 @@ import (
 //
 //   - a batch reads values only while holding one of a few build slots
 //     (buildSlots), so few can overshoot the budgets at once;
-//   - before it takes a slot, it waits while its connection holds more than
+//   - it waits, holding no slot, while its connection holds more than
 //     Limits.ConnReplyBudget, or the server more than Limits.ReplyBudget,
 //     of values in unwritten replies (unless the connection, or the server,
-//     holds none, so one large reply always proceeds);
+//     holds none, so one large reply always proceeds), and checks again
+//     once it holds a slot;
 //   - once built, the reply's value bytes are charged to both until the
 //     reply is written or its connection dies (a peer that does not read
 //     is cut off after Limits.WriteTimeout).

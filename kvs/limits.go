@@ -29,7 +29,9 @@ type Limits struct {
 	MaxInFlight int
 	// ReplyBudget caps, server-wide, the bytes of values that replies hold
 	// until they are written. A batch that would read values waits while
-	// the server is over it. Default 256 MiB.
+	// the server is over it. Default 512 MiB: above what one connection can
+	// hold (ConnReplyBudget, plus one reply per build slot of overshoot),
+	// so that one peer alone never stalls the others.
 	ReplyBudget int64
 	// ConnReplyBudget caps the same per connection, so that one peer that
 	// does not read its replies stalls only itself. Default 64 MiB.
@@ -51,7 +53,7 @@ func DefaultLimits() Limits {
 		IdleTimeout:     2 * time.Minute,
 		WriteTimeout:    10 * time.Second,
 		MaxInFlight:     256,
-		ReplyBudget:     256 << 20,
+		ReplyBudget:     512 << 20,
 		ConnReplyBudget: 64 << 20,
 		MaxGobMessage:   4 << 20,
 		DigestEvery:     time.Second,

@@ -26,13 +26,17 @@ func settled(c *replCluster) bool {
 	return true
 }
 
-// failoverTrials runs three trials on a one-shard cluster, each from a
-// settled shard: fault the leader, require that another server leads
-// within limit, then undo the fault.
+// failoverTrials runs three trials, each on a fresh one-shard cluster
+// once it has settled: fault the leader, require that another server
+// leads within limit, then undo the fault. A fresh cluster each time
+// keeps the trials independent: a muted link drops bytes mid-stream, and
+// the Raft connections it leaves broken would fail the next trial's first
+// vote requests (hashicorp/raft does not retry them), which real packet
+// loss, retransmitted by TCP, does not do.
 func failoverTrials(t *testing.T, what string, limit time.Duration, fault, undo func(c *replCluster, l int)) {
-	c := newReplCluster(t, 3, 3, 1)
-	require.Eventually(t, func() bool { return c.leader(0) == 0 }, 20*time.Second, 50*time.Millisecond)
 	for trial := range 3 {
+		c := newReplCluster(t, 3, 3, 1)
+		require.Eventually(t, func() bool { return c.leader(0) == 0 }, 20*time.Second, 50*time.Millisecond)
 		require.Eventually(t, func() bool { return settled(c) }, 20*time.Second, 50*time.Millisecond)
 		l := c.leader(0)
 		require.GreaterOrEqual(t, l, 0)

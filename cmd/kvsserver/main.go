@@ -57,7 +57,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.DurationVar(&lim.IdleTimeout, "idle-timeout", 0, "close a connection with nothing in flight and no byte moved this long (0: 2m)")
 	fs.IntVar(&lim.MaxConns, "max-conns", 0, "open connections in total (0: 4096)")
 	fs.IntVar(&lim.MaxConnsPerHost, "max-conns-per-host", 0, "open connections from one IP address (0: 512)")
-	fs.Int64Var(&lim.ReplyBudget, "reply-budget", 0, "bytes of values in replies not yet written, server-wide (0: 256 MiB)")
+	fs.Int64Var(&lim.ReplyBudget, "reply-budget", 0, "bytes of values in replies not yet written, server-wide (0: 512 MiB)")
 	rf := fs.Int("rf", 1, "replication factor: each shard is a Raft group on this many servers (1: memory-only, unless -data-dir)")
 	shards := fs.Int("shards", 0, "shards of a replicated cluster (0: one per server); clients learn it from the servers")
 	dataDir := fs.String("data-dir", "", "directory of the Raft logs and snapshots; makes the server durable (default with -rf > 1: kvsdata/<host_port>)")

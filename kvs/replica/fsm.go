@@ -97,7 +97,7 @@ func (f *shardFSM) expireSessions(now int64) {
 
 // applyWrites applies puts and deletes that passed Op.Check, in order.
 func applyWrites(st store.Store, ops []wire.Op) {
-	store.Apply(st, ops, make([]wire.Result, len(ops)), nil, 0)
+	store.Apply(st, ops, make([]wire.Result, len(ops)), &store.Values{})
 }
 
 // current returns the shard's current store.

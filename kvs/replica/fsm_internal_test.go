@@ -2,14 +2,17 @@ package replica
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"io"
+	"runtime"
 	"testing"
 
 	"github.com/hashicorp/raft"
 	"github.com/stretchr/testify/require"
 
 	"github.com/batchkv/batchkv/kvs/store"
+	"github.com/batchkv/batchkv/wire"
 )
 
 // memSink is a raft.SnapshotSink that keeps the snapshot in memory.
@@ -65,3 +68,37 @@ func TestShardDigest(t *testing.T) {
 }
 
 var _ raft.SnapshotSink = (*memSink)(nil)
+
+// TestRestoreRefusesOversizePairs: a snapshot that claims a key or value
+// over the wire's limits is refused from the claimed length, before
+// anything of that size is allocated.
+func TestRestoreRefusesOversizePairs(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		key, value uint64
+	}{
+		{"key over the limit", wire.MaxKeyBytes + 1, 1},
+		{"value over the limit", 1, wire.MaxValueBytes + 1},
+		{"a 1 TiB value", 1, 1 << 40},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := []byte(snapshotMagic)
+			b = binary.AppendUvarint(b, 0) // no sessions
+			b = append(b, 1)
+			b = binary.AppendUvarint(b, c.key)
+			if c.key <= wire.MaxKeyBytes {
+				b = append(b, make([]byte, c.key)...)
+			}
+			b = binary.AppendUvarint(b, c.value)
+			f := newShardFSM(func() store.Store { return store.NewArena() }, DefaultSessionTTL)
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			before := ms.TotalAlloc
+			err := f.Restore(io.NopCloser(bytes.NewReader(b)))
+			require.ErrorContains(t, err, "limit")
+			runtime.ReadMemStats(&ms)
+			require.Less(t, ms.TotalAlloc-before, uint64(8<<20), "allocated for a pair it refused")
+			require.Zero(t, f.restores.Load())
+		})
+	}
+}

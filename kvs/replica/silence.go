@@ -16,10 +16,12 @@ import (
 // only once a majority has noticed: often 2 s or more with 800 ms
 // timeouts.
 //
-// So a follower that has heard nothing from its leader for a heartbeat
-// timeout asks the shard's other replicas (their Status RPC) how long it
-// has been for them, and failover.SilentMajority decides whether to call
-// an election (a TimeoutNow to itself, as in failover.go) and when.
+// So a follower that has heard nothing from its leader for a little less
+// than a heartbeat timeout (failover.Timing.SilenceSlack less) asks the
+// shard's other replicas (their Status RPC) how long it has been for them,
+// and failover.SilentMajority decides whether to call an election (a
+// TimeoutNow to itself, as in failover.go) and when: before any
+// follower's own timer fires, so that the two do not split the vote.
 
 // StatusFunc asks the server at addr for its status within timeout; the
 // server wires it to the client's Status RPC.

@@ -8,17 +8,18 @@ import (
 
 // Apply applies ops to s in order and writes op i's result to results[i].
 // An op that fails wire.Op.Check gets that status and changes nothing.
-// The values read are appended to vals, which the results' values then
-// alias, and the grown vals is returned; a get whose value would take vals
-// past maxVals bytes answers wire.StatusTooLarge instead, so that a reply
-// stays within a frame.
+// The values read are copied into vals, which the results' values then
+// alias; a get whose value vals refuses (over its Limit) answers
+// wire.StatusTooLarge instead, so that a reply stays within a frame.
 //
 // A store with a Batcher applies a batch of valid ops in one call; any
 // other store, or a batch with an invalid op, is applied op by op.
-func Apply(s Store, ops []wire.Op, results []wire.Result, vals []byte, maxVals int) []byte {
+func Apply(s Store, ops []wire.Op, results []wire.Result, vals *Values) {
 	if b, ok := s.(Batcher); ok && allValid(ops) {
-		return b.ApplyBatch(ops, results, vals, maxVals)
+		b.ApplyBatch(ops, results, vals)
+		return
 	}
+	var buf []byte
 	for i := range ops {
 		op := &ops[i]
 		if st := op.Check(); st != wire.StatusOK {
@@ -27,16 +28,13 @@ func Apply(s Store, ops []wire.Op, results []wire.Result, vals []byte, maxVals i
 		}
 		switch op.Code {
 		case wire.OpGet:
-			start := len(vals)
-			var ok bool
-			switch vals, ok = s.AppendGet(vals, op.Key); {
-			case ok && len(vals) > maxVals:
-				vals = vals[:start]
-				results[i] = wire.Result{Status: wire.StatusTooLarge}
-			case ok:
-				results[i] = wire.Result{Status: wire.StatusOK, Value: aliasString(vals[start:])}
-			default:
+			var found bool
+			if buf, found = s.AppendGet(buf[:0], op.Key); !found {
 				results[i] = wire.Result{Status: wire.StatusNotFound}
+			} else if v, ok := vals.Add(buf); ok {
+				results[i] = wire.Result{Status: wire.StatusOK, Value: v}
+			} else {
+				results[i] = wire.Result{Status: wire.StatusTooLarge}
 			}
 		case wire.OpPut:
 			s.Put(op.Key, op.Value)
@@ -46,7 +44,6 @@ func Apply(s Store, ops []wire.Op, results []wire.Result, vals []byte, maxVals i
 			results[i] = wire.Result{Status: wire.StatusOK}
 		}
 	}
-	return vals
 }
 
 func allValid(ops []wire.Op) bool {

@@ -14,10 +14,10 @@ type Batcher interface {
 	// ApplyBatch applies ops, every one of which has passed wire.Op.Check,
 	// and writes op i's result to results[i]. Ops on one key take effect in
 	// their order in ops; ops on different keys in any order. The values
-	// read are appended to vals, which the results' values then alias, and
-	// the grown vals is returned. A get whose value would take vals past
-	// maxVals bytes answers wire.StatusTooLarge instead.
-	ApplyBatch(ops []wire.Op, results []wire.Result, vals []byte, maxVals int) []byte
+	// read are copied into vals, which the results' values then alias. A
+	// get whose value vals refuses (over its Limit) answers
+	// wire.StatusTooLarge instead.
+	ApplyBatch(ops []wire.Op, results []wire.Result, vals *Values)
 }
 
 // lookahead is how many ops of one shard ApplyBatch starts fetching from
@@ -42,7 +42,7 @@ var batchScratchPool = sync.Pool{New: func() any { return new(batchScratch) }}
 // all of its ops, and walks them in groups: first it touches the slots and
 // records of a group, so that their misses overlap, then it applies the
 // group's ops, whose data is by then in the cache.
-func (s *Arena) ApplyBatch(ops []wire.Op, results []wire.Result, vals []byte, maxVals int) []byte {
+func (s *Arena) ApplyBatch(ops []wire.Op, results []wire.Result, vals *Values) {
 	sc := batchScratchPool.Get().(*batchScratch)
 	defer batchScratchPool.Put(sc)
 	if cap(sc.hash) < len(ops) {
@@ -90,7 +90,7 @@ func (s *Arena) ApplyBatch(ops []wire.Op, results []wire.Result, vals []byte, ma
 			n := min(lookahead, len(group))
 			sink ^= shard.touch(group[:n], hashes)
 			for _, i := range group[:n] {
-				vals = shard.apply(&ops[i], &results[i], hashes[i], vals, maxVals)
+				shard.apply(&ops[i], &results[i], hashes[i], vals)
 			}
 			group = group[n:]
 		}
@@ -101,7 +101,6 @@ func (s *Arena) ApplyBatch(ops []wire.Op, results []wire.Result, vals []byte, ma
 		}
 	}
 	s.sink.Store(uint32(sink))
-	return vals
 }
 
 // touch loads the home slot of each op and, where the slot's tag matches,
@@ -123,22 +122,20 @@ func (sh *arenaShard) touch(group []int32, hashes []uint64) byte {
 
 // apply applies one op; the caller holds the shard's lock, exclusively if
 // the op writes.
-func (sh *arenaShard) apply(op *wire.Op, res *wire.Result, h uint64, vals []byte, maxVals int) []byte {
+func (sh *arenaShard) apply(op *wire.Op, res *wire.Result, h uint64, vals *Values) {
 	switch op.Code {
 	case wire.OpGet:
 		i, found := sh.find(op.Key, h)
 		if !found {
 			*res = wire.Result{Status: wire.StatusNotFound}
-			return vals
+			return
 		}
-		v := sh.value(int(sh.slots[i]&offMask) - 1)
-		if len(vals)+len(v) > maxVals {
+		v, ok := vals.Add(sh.value(int(sh.slots[i]&offMask) - 1))
+		if !ok {
 			*res = wire.Result{Status: wire.StatusTooLarge}
-			return vals
+			return
 		}
-		at := len(vals)
-		vals = append(vals, v...)
-		*res = wire.Result{Status: wire.StatusOK, Value: aliasString(vals[at:])}
+		*res = wire.Result{Status: wire.StatusOK, Value: v}
 	case wire.OpPut:
 		sh.put(op.Key, op.Value, h)
 		*res = wire.Result{Status: wire.StatusOK}
@@ -146,5 +143,4 @@ func (sh *arenaShard) apply(op *wire.Op, res *wire.Result, h uint64, vals []byte
 		sh.delete(op.Key, h)
 		*res = wire.Result{Status: wire.StatusOK}
 	}
-	return vals
 }

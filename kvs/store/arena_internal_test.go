@@ -23,13 +23,13 @@ func TestApplyBatchTagZeroOnEmptySlot(t *testing.T) {
 	}
 	ops := []wire.Op{{Code: wire.OpGet, Key: key}, {Code: wire.OpPut, Key: key, Value: "v"}, {Code: wire.OpGet, Key: key}}
 	res := make([]wire.Result, len(ops))
-	s.ApplyBatch(ops, res, nil, 1<<30)
+	s.ApplyBatch(ops, res, &Values{Limit: 1 << 30})
 	require.Equal(t, []wire.Result{{Status: wire.StatusNotFound}, {Status: wire.StatusOK}, {Status: wire.StatusOK, Value: "v"}}, res)
 
 	// A tombstone's tag bits are 0 too: delete the key, leaving one in its
 	// home slot, and look it up again.
 	s.Delete(key)
 	res = make([]wire.Result, 1)
-	s.ApplyBatch(ops[:1], res, nil, 1<<30)
+	s.ApplyBatch(ops[:1], res, &Values{Limit: 1 << 30})
 	require.Equal(t, []wire.Result{{Status: wire.StatusNotFound}}, res)
 }

@@ -213,7 +213,7 @@ func TestApplyBatchMatchesMap(t *testing.T) {
 			}
 		}
 		got := make([]wire.Result, len(ops))
-		s.ApplyBatch(ops, got, nil, 1<<30)
+		s.ApplyBatch(ops, got, &store.Values{Limit: 1 << 30})
 		require.Equal(t, want, got, "round %d", round)
 	}
 	require.Equal(t, len(model), s.Len())

@@ -52,6 +52,16 @@ type Timing struct {
 	// than this follower reaches the heartbeat timeout a little later too.
 	// Default 250 ms.
 	SilenceAskEvery time.Duration
+	// SilenceSlack is how much sooner than a heartbeat timeout silence
+	// counts: a follower asks its peers once it has not heard its leader
+	// for a heartbeat timeout less this, and counts the peers silent for
+	// as long. Acting before Raft's own election timers can fire (never
+	// sooner than a heartbeat timeout) keeps the two from racing and
+	// splitting the vote. Default 160 ms, two heartbeat intervals of the
+	// default timing: a live leader's heartbeats arrive every 80 ms or so,
+	// however slow the link, so 640 ms of silence at a majority is no
+	// live leader.
+	SilenceSlack time.Duration
 	// HandBackEvery is how often a leader considers handing leadership to
 	// the preferred replica. Default 2 s.
 	HandBackEvery time.Duration
@@ -72,6 +82,7 @@ func DefaultTiming() Timing {
 		ProbeHold:          100 * time.Millisecond,
 		SilenceCheckEvery:  100 * time.Millisecond,
 		SilenceAskEvery:    250 * time.Millisecond,
+		SilenceSlack:       160 * time.Millisecond,
 		HandBackEvery:      2 * time.Second,
 		HandBackAfterLead:  time.Second,
 		HandBackHealthyFor: 5 * time.Second,
@@ -83,7 +94,7 @@ func (t Timing) WithDefaults() Timing {
 	d := DefaultTiming()
 	for _, f := range []struct{ v, def *time.Duration }{
 		{&t.Stagger, &d.Stagger}, {&t.ProbeTimeout, &d.ProbeTimeout}, {&t.ProbeHold, &d.ProbeHold},
-		{&t.SilenceCheckEvery, &d.SilenceCheckEvery}, {&t.SilenceAskEvery, &d.SilenceAskEvery}, {&t.HandBackEvery, &d.HandBackEvery},
+		{&t.SilenceCheckEvery, &d.SilenceCheckEvery}, {&t.SilenceAskEvery, &d.SilenceAskEvery}, {&t.SilenceSlack, &d.SilenceSlack}, {&t.HandBackEvery, &d.HandBackEvery},
 		{&t.HandBackAfterLead, &d.HandBackAfterLead}, {&t.HandBackHealthyFor, &d.HandBackHealthyFor},
 	} {
 		if *f.v == 0 {

@@ -97,7 +97,8 @@ func TestAskAboutSilence(t *testing.T) {
 		want                   bool
 	}{
 		{"silent for a timeout, not asked lately", view("b", "a"), now.Add(-hb), now.Add(-hb), true},
-		{"heard from lately", view("b", "a"), now.Add(-hb + time.Millisecond), time.Time{}, false},
+		{"silent for a timeout less the slack", view("b", "a"), now.Add(-hb + tm.SilenceSlack), time.Time{}, true},
+		{"heard from lately", view("b", "a"), now.Add(-hb + tm.SilenceSlack + time.Millisecond), time.Time{}, false},
 		{"asked lately", view("b", "a"), now.Add(-2 * hb), now.Add(-tm.SilenceAskEvery + 1), false},
 		{"asked a while ago, still silent", view("b", "a"), now.Add(-2 * hb), now.Add(-tm.SilenceAskEvery), true},
 		{"no known leader", view("b", ""), now.Add(-2 * hb), time.Time{}, false},
@@ -121,9 +122,10 @@ func TestSilentMajority(t *testing.T) {
 	}{
 		{"peer silent too", view("b", "a"), []failover.Report{silentC}, 0, true},
 		{"peer silent too, and ahead", view("c", "a"), []failover.Report{{Replica: "b", SinceContact: 2 * hb}}, tm.Stagger, true},
-		{"peer heard from the leader lately", view("b", "a"), []failover.Report{{Replica: "c", Leader: "a", SinceContact: hb - 1}}, 0, false},
+		{"peer heard from the leader lately", view("b", "a"), []failover.Report{{Replica: "c", Leader: "a", SinceContact: hb - tm.SilenceSlack - 1}}, 0, false},
+		{"peer silent a little less long", view("b", "a"), []failover.Report{{Replica: "c", Leader: "a", SinceContact: hb - tm.SilenceSlack}}, 0, true},
 		{"five replicas: a peer ahead not silent yet still takes its turn first", failover.View{Self: "d", Replicas: []string{"a", "b", "c", "d", "e"}, Leader: "a", Follower: true},
-			[]failover.Report{{Replica: "b", SinceContact: hb - 1}, {Replica: "c", SinceContact: hb}, {Replica: "e", SinceContact: hb}}, 2 * tm.Stagger, true},
+			[]failover.Report{{Replica: "b", SinceContact: hb / 2}, {Replica: "c", SinceContact: hb}, {Replica: "e", SinceContact: hb}}, 2 * tm.Stagger, true},
 		{"peer follows another leader", view("b", "a"), []failover.Report{{Replica: "c", Leader: "c2", SinceContact: hb}}, 0, false},
 		{"peer leads", view("b", "a"), []failover.Report{{Replica: "c", IsLeader: true, SinceContact: hb}}, 0, false},
 		{"only the leader answers", view("b", "a"), []failover.Report{{Replica: "a", SinceContact: hb}}, 0, false},

@@ -18,18 +18,19 @@ type Report struct {
 
 // AskAboutSilence says whether a follower should ask its peers about its
 // leader's silence now: it follows a known leader, has not heard from it
-// for a heartbeat timeout, and did not ask within the last
-// Timing.SilenceAskEvery.
+// for a heartbeat timeout less Timing.SilenceSlack, and did not ask within
+// the last Timing.SilenceAskEvery.
 func AskAboutSilence(v View, now, lastContact, lastAsked time.Time, heartbeatTimeout time.Duration, t Timing) bool {
 	return v.Follower && v.Leader != "" &&
-		now.Sub(lastAsked) >= t.SilenceAskEvery && now.Sub(lastContact) >= heartbeatTimeout
+		now.Sub(lastAsked) >= t.SilenceAskEvery && now.Sub(lastContact) >= heartbeatTimeout-t.SilenceSlack
 }
 
-// SilentMajority decides whether a follower whose leader has been silent
-// for a heartbeat timeout should call an election now: a majority, itself
-// included, has not heard from that leader for a heartbeat timeout. That
-// is the condition under which pre-vote would let an election through
-// anyway; Raft's randomized timers reach it only later. Reports from the
+// SilentMajority decides whether a follower whose leader has gone silent
+// should call an election now: a majority, itself included, has not heard
+// from that leader for a heartbeat timeout less Timing.SilenceSlack. That
+// is, within two heartbeat intervals, the condition under which pre-vote
+// would let an election through anyway; Raft's randomized timers reach it
+// only later. Reports from the
 // leader itself, and from replicas that lead or follow another leader, do
 // not count. It returns how long to wait for this replica's turn: Stagger
 // per replica ahead of it in the shard's order that answered and follows
@@ -56,7 +57,7 @@ func SilentMajority(v View, reports []Report, heartbeatTimeout time.Duration, t 
 		if v.Log.Behind(r.Log) {
 			return 0, false
 		}
-		if r.SinceContact >= heartbeatTimeout {
+		if r.SinceContact >= heartbeatTimeout-t.SilenceSlack {
 			silent++
 		}
 		if v.ahead(r.Replica) {
