@@ -30,7 +30,20 @@ Arguments:
   client_args  extra flags for every kvsclient (quoted), e.g. "-workload YCSB-A -secs 10"
 The script gives each server -port, -peers and -self, and each client -hosts.
 
+Security:
+  With TLS every connection is mutual TLS 1.3: the script makes a CA and
+  certificates under the run's log directory (certs/: one node certificate
+  per server naming its host, one client certificate) with bin/kvsctl, and
+  gives every process -tls-ca, -tls-cert and -tls-key. In the SSH modes the
+  log directory sits in the shared repository, which carries them to every
+  node; keys are mode 0600.
+  TLS is the default in the SSH modes (CloudLab nodes have public
+  addresses); plaintext is the default on this machine (loopback only).
+
 Options:
+  --tls              TLS on this machine too
+  --insecure         plaintext in the SSH modes: servers get -insecure, and
+                     anyone who reaches their ports owns the cluster
   --hosts-file FILE  run over SSH on the hosts listed in FILE
   --local            run on this machine even if CloudLab's tmcc exists
   --port N           first server port (default 8080)
@@ -53,9 +66,12 @@ HOSTS_FILE=""
 FORCE_LOCAL=0
 BASE_PORT=8080
 BUILD=1
+TLS=auto
 while [[ $# -gt 0 && $1 == -* ]]; do
     case "$1" in
         -h|--help|-help) usage; exit 0 ;;
+        --tls) TLS=1; shift ;;
+        --insecure) TLS=0; shift ;;
         --hosts-file) HOSTS_FILE="${2:?--hosts-file needs a file}"; shift 2 ;;
         --local) FORCE_LOCAL=1; shift ;;
         --port) BASE_PORT="${2:?--port needs a number}"; shift 2 ;;
@@ -84,6 +100,9 @@ else
     MODE=local
 fi
 
+if [[ $TLS == auto ]]; then
+    if [[ $MODE == ssh ]]; then TLS=1; else TLS=0; fi
+fi
 if [[ $MODE == ssh ]]; then
     SERVER_COUNT="${1:-$(( ${#NODES[@]} / 2 ))}"
     CLIENT_COUNT="${2:-$(( ${#NODES[@]} - SERVER_COUNT ))}"
@@ -113,11 +132,12 @@ echo "mode:         $MODE"
 echo "servers:      $SERVER_COUNT    server_args: ${SERVER_ARGS:-(none)}"
 echo "clients:      $CLIENT_COUNT    client_args: ${CLIENT_ARGS:-(none)}"
 echo "first port:   $BASE_PORT"
+echo "tls:          $( ((TLS)) && echo "on (certificates in $LOG_DIR/certs)" || echo off)"
 echo "logs:         $LOG_DIR"
 
 if [[ $BUILD -eq 1 ]]; then
-    echo "building bin/kvsserver bin/kvsclient bin/kvsreport bin/kvsplot"
-    (cd "$ROOT" && go build -o bin/ ./cmd/kvsserver ./cmd/kvsclient ./cmd/kvsreport ./cmd/kvsplot)
+    echo "building bin/kvsserver bin/kvsclient bin/kvsctl bin/kvsreport bin/kvsplot"
+    (cd "$ROOT" && go build -o bin/ ./cmd/kvsserver ./cmd/kvsclient ./cmd/kvsctl ./cmd/kvsreport ./cmd/kvsplot)
 fi
 
 # Every process started here is tracked by PID and stopped on exit.
@@ -174,6 +194,25 @@ for ((i = 0; i < SERVER_COUNT; i++)); do
     fi
 done
 PEERS=$(IFS=,; echo "${SERVER_ADDRS[*]}")
+
+# Certificates: a CA, a node certificate per server naming its host, and
+# one client certificate.
+SERVER_TLS=() # per server: its TLS flags, space-separated
+CLIENT_TLS=()
+if (( TLS )); then
+    CERTS="$LOG_DIR/certs"
+    "$ROOT/bin/kvsctl" certs init -dir "$CERTS" > /dev/null
+    for ((i = 0; i < SERVER_COUNT; i++)); do
+        "$ROOT/bin/kvsctl" certs issue -dir "$CERTS" -name "server$i" -role node -hosts "${SERVER_ADDRS[$i]%:*}" > /dev/null
+        SERVER_TLS+=("-tls-ca $CERTS/ca.crt -tls-cert $CERTS/server$i.crt -tls-key $CERTS/server$i.key")
+    done
+    "$ROOT/bin/kvsctl" certs issue -dir "$CERTS" -name client -role client > /dev/null
+    CLIENT_TLS=(-tls-ca "$CERTS/ca.crt" -tls-cert "$CERTS/client.crt" -tls-key "$CERTS/client.key")
+else
+    for ((i = 0; i < SERVER_COUNT; i++)); do
+        if [[ $MODE == ssh ]]; then SERVER_TLS+=("-insecure"); else SERVER_TLS+=(""); fi
+    done
+fi
 # A replicated server (-rf above 1) is always durable: unless server_args
 # name a -data-dir, each keeps its Raft logs under this run's directory.
 DURABLE=0
@@ -187,9 +226,9 @@ for ((i = 0; i < SERVER_COUNT; i++)); do
     addr=${SERVER_ADDRS[$i]}
     data_args=()
     if (( DURABLE )); then data_args=(-data-dir "$LOG_DIR/data/server$i"); fi
-    # shellcheck disable=SC2086 # server_args is a list of flags
+    # shellcheck disable=SC2086 # server_args and the TLS flags are lists of flags
     start "${SERVER_NAMES[$i]}" "${addr%:*}" kvsserver -host "${addr%:*}" -port "${addr##*:}" -peers "$PEERS" -self "$addr" \
-        "${data_args[@]+"${data_args[@]}"}" $SERVER_ARGS
+        "${data_args[@]+"${data_args[@]}"}" ${SERVER_TLS[$i]} $SERVER_ARGS
     SERVER_PIDS+=("$STARTED_PID")
 done
 
@@ -213,7 +252,7 @@ CLIENT_PIDS=()
 for ((j = 0; j < CLIENT_COUNT; j++)); do
     if [[ $MODE == local ]]; then name="client$j"; host=localhost; else name=${NODES[$((SERVER_COUNT + j))]}; host=$name; fi
     # shellcheck disable=SC2086 # client_args is a list of flags
-    start "$name" "$host" kvsclient -hosts "$PEERS" $CLIENT_ARGS
+    start "$name" "$host" kvsclient -hosts "$PEERS" "${CLIENT_TLS[@]+"${CLIENT_TLS[@]}"}" $CLIENT_ARGS
     CLIENT_PIDS+=("$STARTED_PID")
 done
 

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/batchkv/batchkv/auth"
 	"github.com/batchkv/batchkv/client"
 	"github.com/batchkv/batchkv/internal/faultnet"
 	"github.com/batchkv/batchkv/wire"
@@ -30,6 +32,9 @@ type ClusterConfig struct {
 	Shards int
 	// Args are extra kvsserver flags for every server.
 	Args []string
+	// TLS makes every connection mutual TLS: a CA and certificates are
+	// made under Dir/certs.
+	TLS bool
 }
 
 // Cluster is n kvsserver processes on loopback, every shard replicated on
@@ -38,6 +43,13 @@ type Cluster struct {
 	cfg   ClusterConfig
 	Addrs []string
 	Links *faultnet.Links
+	// Admin reaches the servers' admin RPCs; with TLS as a node, which may
+	// ask for content digests.
+	Admin client.Admin
+	// ClientTLS is what the loads dial with: a client certificate with TLS,
+	// nil without.
+	ClientTLS *tls.Config
+	tlsArgs   []string // the servers' TLS flags
 
 	mu    sync.Mutex
 	procs []*exec.Cmd // nil while a server is down
@@ -47,6 +59,11 @@ type Cluster struct {
 // StartCluster starts every server and waits until each answers.
 func StartCluster(cfg ClusterConfig) (*Cluster, error) {
 	c := &Cluster{cfg: cfg, procs: make([]*exec.Cmd, cfg.Servers), exits: make([]chan struct{}, cfg.Servers)}
+	if cfg.TLS {
+		if err := c.makeCerts(); err != nil {
+			return nil, err
+		}
+	}
 	// Hold the servers' ports until the proxies have theirs, so that no
 	// proxy takes a server's port.
 	var held []net.Listener
@@ -86,7 +103,36 @@ func (c *Cluster) args(i int) []string {
 	a := []string{"-host", "127.0.0.1", "-port", port, "-self", c.Addrs[i], "-peers", strings.Join(c.Addrs, ","),
 		"-rf", strconv.Itoa(c.cfg.Servers), "-shards", strconv.Itoa(c.cfg.Shards), "-report", "0",
 		"-data-dir", filepath.Join(c.cfg.Dir, fmt.Sprintf("data-%d", i)), "-raft-via", c.Links.Via(i, c.Addrs)}
+	a = append(a, c.tlsArgs...)
 	return append(a, c.cfg.Args...)
+}
+
+// makeCerts makes a CA, a node certificate for 127.0.0.1 that every
+// server shares, and a client certificate for the loads, under Dir/certs.
+func (c *Cluster) makeCerts() error {
+	dir := filepath.Join(c.cfg.Dir, "certs")
+	if err := auth.InitCA(dir); err != nil {
+		return err
+	}
+	if err := auth.Issue(dir, "node", auth.RoleNode, []string{"127.0.0.1"}); err != nil {
+		return err
+	}
+	if err := auth.Issue(dir, "client", auth.RoleClient, nil); err != nil {
+		return err
+	}
+	ca := filepath.Join(dir, auth.CACertFile)
+	node, err := auth.Load(ca, filepath.Join(dir, "node.crt"), filepath.Join(dir, "node.key"))
+	if err != nil {
+		return err
+	}
+	cl, err := auth.Load(ca, filepath.Join(dir, "client.crt"), filepath.Join(dir, "client.key"))
+	if err != nil {
+		return err
+	}
+	c.Admin = client.Admin{TLS: node.ClientConfig()}
+	c.ClientTLS = cl.ClientConfig()
+	c.tlsArgs = []string{"-tls-ca", ca, "-tls-cert", filepath.Join(dir, "node.crt"), "-tls-key", filepath.Join(dir, "node.key")}
+	return nil
 }
 
 // Start (re)starts server i with the same flags and data dir, and waits
@@ -113,7 +159,7 @@ func (c *Cluster) Start(i int) error {
 	c.mu.Unlock()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		if _, err := client.Status(c.Addrs[i], wire.StatusRequest{}, 500*time.Millisecond); err == nil {
+		if _, err := c.Admin.Status(c.Addrs[i], wire.StatusRequest{}, 500*time.Millisecond); err == nil {
 			return nil
 		}
 		select {

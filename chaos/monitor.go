@@ -25,6 +25,7 @@ type sample struct {
 // so that leaders, terms, elections and catch-up can be read off later.
 type monitor struct {
 	addrs []string
+	admin client.Admin
 	tl    *timeline
 	mu    sync.Mutex
 	ss    []sample // guarded by mu
@@ -49,7 +50,7 @@ func (m *monitor) poll() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st, err := client.Status(addr, wire.StatusRequest{}, 2*pollEvery)
+			st, err := m.admin.Status(addr, wire.StatusRequest{}, 2*pollEvery)
 			at := m.tl.since() // the state is at least this fresh
 			m.mu.Lock()
 			m.ss = append(m.ss, sample{at: at, server: i, ok: err == nil, shards: st.Shards})

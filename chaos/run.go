@@ -32,7 +32,9 @@ type Options struct {
 	Shards   int
 	// ServerArgs are extra kvsserver flags (Raft timing, say).
 	ServerArgs []string
-	Seed       uint64
+	// TLS runs the cluster and the loads with mutual TLS.
+	TLS  bool
+	Seed uint64
 
 	Warmup   time.Duration // load before the baseline; not measured
 	Baseline time.Duration // healthy load to compare with
@@ -133,7 +135,7 @@ func Run(opt Options) (*Result, error) {
 		}
 	}
 	var err error
-	r.c, err = StartCluster(ClusterConfig{Bin: opt.Bin, Dir: opt.Dir, Servers: opt.Servers, Shards: opt.Shards, Args: opt.ServerArgs})
+	r.c, err = StartCluster(ClusterConfig{Bin: opt.Bin, Dir: opt.Dir, Servers: opt.Servers, Shards: opt.Shards, Args: opt.ServerArgs, TLS: opt.TLS})
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +147,7 @@ func Run(opt Options) (*Result, error) {
 	}
 	r.h = linz.NewHistory()
 	r.tl = newTimeline(r.h.Start())
-	r.mon = &monitor{addrs: r.c.Addrs, tl: r.tl}
+	r.mon = &monitor{addrs: r.c.Addrs, admin: r.c.Admin, tl: r.tl}
 	if err := r.waitLeaders(30 * time.Second); err != nil {
 		return nil, err
 	}
@@ -203,7 +205,7 @@ func Abort() {
 // silent server after attempt (a broken connection fails at once).
 func (r *run) newClient(attempt time.Duration) (*client.Client, error) {
 	return client.New(client.Config{Servers: r.c.Addrs, Shards: r.layout.Shards(), Replicas: r.layout.RF(),
-		AttemptTimeout: attempt, DialTimeout: time.Second})
+		AttemptTimeout: attempt, DialTimeout: time.Second, TLS: r.c.ClientTLS})
 }
 
 // waitLeaders waits until every shard's preferred replica leads it.

@@ -57,6 +57,9 @@ func TestScenariosShort(t *testing.T) {
 	for _, name := range ScenarioNames() {
 		t.Run(name, func(t *testing.T) {
 			o := shortOptions(t, name)
+			// The crash-leader scenario runs over mutual TLS: Raft through the
+			// fault proxies, the loads and the checks all speak it.
+			o.TLS = name == "crash-leader"
 			res, err := Run(o)
 			require.NoError(t, err)
 			safety := 0

@@ -7,7 +7,6 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"github.com/batchkv/batchkv/client"
 	"github.com/batchkv/batchkv/internal/latency"
 	"github.com/batchkv/batchkv/internal/linz"
 	"github.com/batchkv/batchkv/internal/runlog"
@@ -110,7 +109,7 @@ func (r *run) checkConvergence() {
 		byShard := map[int][]wire.ShardStatus{}
 		ok := true
 		for _, addr := range r.c.Addrs {
-			st, err := client.Status(addr, wire.StatusRequest{Digest: true}, 5*time.Second)
+			st, err := r.c.Admin.Status(addr, wire.StatusRequest{Digest: true}, 5*time.Second)
 			if err != nil {
 				ok, last = false, fmt.Sprintf("%s: %v", addr, err)
 				break

@@ -73,6 +73,8 @@ USAGE
   --hosts-file FILE   run on these SSH hosts (passed to run-cluster.sh)
   --local             run on this machine even on CloudLab
   --port N            first server port (passed to run-cluster.sh)
+  --tls, --insecure   TLS on or off (passed to run-cluster.sh; its default:
+                      on over SSH, off on this machine)
   --quick             a few seconds: points "$QUICK_VALUES", 1 repeat, 3 s,
                       20,000 keys, output under plots/tmp/
   -h, --help          this help
@@ -101,6 +103,8 @@ while [[ $# -gt 0 ]]; do
         --hosts-file) CLUSTER_ARGS+=(--hosts-file "${2:?}"); shift 2 ;;
         --local) CLUSTER_ARGS+=(--local); shift ;;
         --port) CLUSTER_ARGS+=(--port "${2:?}"); shift 2 ;;
+        --tls) CLUSTER_ARGS+=(--tls); shift ;;
+        --insecure) CLUSTER_ARGS+=(--insecure); shift ;;
         --quick) QUICK=1; shift ;;
         *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
     esac

@@ -69,6 +69,7 @@ func run(args []string, stdout, stderr io.Writer) (bool, error) {
 	seed := fs.Uint64("seed", 0, "random seed (0: from the clock)")
 	shards := fs.Int("shards", 1, "shards (one Raft group each, on all 3 servers)")
 	serverArgs := fs.String("server-args", "", "extra kvsserver flags, space-separated (e.g. \"-raft-heartbeat 1s\")")
+	useTLS := fs.Bool("tls", false, "mutual TLS on every connection: a CA and certificates are made under the results directory")
 	var warmup, baseline, fault, recovery, lag, restart, pause, interval durationFlag
 	fs.Var(&warmup, "warmup", "load before the baseline, not measured (default 3s)")
 	fs.Var(&baseline, "baseline", "healthy load measured as the baseline (default 15s)")
@@ -123,6 +124,7 @@ func run(args []string, stdout, stderr io.Writer) (bool, error) {
 			o.Seed = *seed
 		}
 		o.ServerArgs = strings.Fields(*serverArgs)
+		o.TLS = *useTLS
 		for _, f := range []struct {
 			flag *durationFlag
 			dst  *time.Duration
