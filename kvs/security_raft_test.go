@@ -185,8 +185,8 @@ func (s *attackStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net
 }
 
 func (s *attackStream) Accept() (net.Conn, error) { <-s.closed; return nil, net.ErrClosed }
-func (s *attackStream) Close() error                { return nil }
-func (s *attackStream) Addr() net.Addr              { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 9), Port: 1} }
+func (s *attackStream) Close() error              { return nil }
+func (s *attackStream) Addr() net.Addr            { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 9), Port: 1} }
 
 // attacker sends Raft RPCs as an outsider.
 type attacker struct {

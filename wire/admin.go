@@ -54,10 +54,10 @@ type ShardStatus struct {
 	// LastLogTerm is the term of that entry: with LastIndex, how up to
 	// date the log is, as Raft's votes compare logs.
 	LastLogTerm uint64
-	Commit    uint64 // last entry known committed
-	Applied   uint64 // last entry applied to the store
-	Snapshot  uint64 // index of the last snapshot
-	Keys      int
+	Commit      uint64 // last entry known committed
+	Applied     uint64 // last entry applied to the store
+	Snapshot    uint64 // index of the last snapshot
+	Keys        int
 	// SinceContact is how long ago this replica last heard from its
 	// leader (zero on a leader).
 	SinceContact time.Duration

@@ -1,8 +1,8 @@
 package replica
 
 import (
-	"fmt"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"syscall"
