@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 
 	"github.com/hashicorp/raft"
 
@@ -19,47 +20,100 @@ import (
 //	nSessions × (id u64 | seq uvarint | last i64) |
 //	pairs × (1 | keyLen uvarint | key | valueLen uvarint | value) | 0
 //
-// Snapshot copies the shard into one buffer while raft holds back applies
-// (it calls Snapshot from the FSM goroutine), and Persist writes it out
-// while applies go on.
+// Raft calls Snapshot from the FSM goroutine, so applies wait while it
+// runs, and Persist afterwards, while applies go on. Snapshot therefore
+// only copies the session table and freezes the store (store.Frozen: one
+// lock per arena shard, no copy of the data), and Persist streams the
+// frozen view to disk. Copying the whole shard in Snapshot, as a first
+// version did, held applies for the copy of every key: 41% of a server's
+// CPU in the replicated standard run, and seconds with no progress. A
+// store that cannot freeze (SyncMap) is still copied in Snapshot.
 const snapshotMagic = "BKVSNAP1"
 
-// fsmSnapshot is a shard's state, encoded, waiting to be persisted.
-type fsmSnapshot struct{ data []byte }
+// pairs is what a snapshot reads its keys and values from.
+type pairs interface {
+	Range(fn func(key string, value []byte) bool)
+}
+
+// fsmSnapshot is a shard's state waiting to be persisted: the session
+// table as it was, and a view of the store that later applies do not
+// change.
+type fsmSnapshot struct {
+	sessions map[uint64]session
+	view     pairs
+	release  func() // ends the view; nil when nothing to release
+}
 
 // Snapshot implements raft.FSM.
 func (f *shardFSM) Snapshot() (raft.FSMSnapshot, error) {
-	b := make([]byte, 0, 1<<20)
-	b = append(b, snapshotMagic...)
-	b = binary.AppendUvarint(b, uint64(len(f.sessions)))
-	for id, s := range f.sessions {
-		b = binary.LittleEndian.AppendUint64(b, id)
-		b = binary.AppendUvarint(b, s.seq)
-		b = binary.LittleEndian.AppendUint64(b, uint64(s.last))
+	snap := &fsmSnapshot{sessions: maps.Clone(f.sessions)}
+	switch st := f.current().(type) {
+	case store.Freezer:
+		frozen := st.Freeze()
+		snap.view, snap.release = frozen, frozen.Release
+	default:
+		cp := store.NewArena()
+		st.Range(func(k string, v []byte) bool {
+			store.PutBytes(cp, []byte(k), v)
+			return true
+		})
+		snap.view = cp
 	}
-	f.current().Range(func(k string, v []byte) bool {
-		b = append(b, 1)
-		b = binary.AppendUvarint(b, uint64(len(k)))
-		b = append(b, k...)
-		b = binary.AppendUvarint(b, uint64(len(v)))
-		b = append(b, v...)
-		return true
-	})
-	b = append(b, 0)
-	return &fsmSnapshot{data: b}, nil
+	return snap, nil
 }
 
-// Persist implements raft.FSMSnapshot.
+// Persist implements raft.FSMSnapshot: it streams the snapshot to sink.
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	if _, err := sink.Write(s.data); err != nil {
+	w := bufio.NewWriterSize(sink, 1<<20)
+	b := make([]byte, 0, 64)
+	b = append(b, snapshotMagic...)
+	b = binary.AppendUvarint(b, uint64(len(s.sessions)))
+	_, err := w.Write(b)
+	for id, ses := range s.sessions {
+		b = binary.LittleEndian.AppendUint64(b[:0], id)
+		b = binary.AppendUvarint(b, ses.seq)
+		b = binary.LittleEndian.AppendUint64(b, uint64(ses.last))
+		if err == nil {
+			_, err = w.Write(b)
+		}
+	}
+	s.view.Range(func(k string, v []byte) bool {
+		b = append(b[:0], 1)
+		b = binary.AppendUvarint(b, uint64(len(k)))
+		if _, err = w.Write(b); err != nil {
+			return false
+		}
+		if _, err = w.WriteString(k); err != nil {
+			return false
+		}
+		b = binary.AppendUvarint(b[:0], uint64(len(v)))
+		if _, err = w.Write(b); err != nil {
+			return false
+		}
+		_, err = w.Write(v)
+		return err == nil
+	})
+	if err == nil {
+		err = w.WriteByte(0)
+	}
+	if err == nil {
+		err = w.Flush()
+	}
+	if err != nil {
 		_ = sink.Cancel()
-		return err
+		return fmt.Errorf("replica: writing the snapshot: %w", err)
 	}
 	return sink.Close()
 }
 
 // Release implements raft.FSMSnapshot.
-func (s *fsmSnapshot) Release() { s.data = nil }
+func (s *fsmSnapshot) Release() {
+	if s.release != nil {
+		s.release()
+		s.release = nil
+	}
+	s.view = nil
+}
 
 // Restore implements raft.FSM: it replaces the shard's state with the
 // snapshot's. Readers switch to the new store at once.

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -27,6 +28,9 @@ type Arena struct {
 	seed   maphash.Seed
 	shards [arenaShards]arenaShard
 	sink   atomic.Uint32 // where ApplyBatch's prefetching loads end up
+
+	freezeMu sync.Mutex // serializes Freeze and Release
+	frozen   int        // guarded by freezeMu: views not yet released
 }
 
 const (
@@ -57,7 +61,12 @@ type arenaShard struct {
 	live    int // keys present
 	used    int // slots not empty: live keys and tombstones
 	garbage int // arena bytes of dead records
-	_       [64]byte
+	// A frozen view (Freeze) holds slots and arena as they were. While
+	// slotsShared, the next write copies slots before changing them; while
+	// arenaShared, no write overwrites a record in place (appending past
+	// the view's end is safe).
+	slotsShared, arenaShared bool
+	_                        [64]byte
 }
 
 // NewArena returns an empty store.
@@ -200,12 +209,22 @@ func (sh *arenaShard) appendRecord(key, value string, h uint64) uint64 {
 	return tagOf(h)<<tagShift | uint64(off+1)
 }
 
+// unshareSlots gives the shard slots of its own before a write changes
+// them, if a frozen view holds the current ones.
+func (sh *arenaShard) unshareSlots() {
+	if sh.slotsShared {
+		sh.slots = slices.Clone(sh.slots)
+		sh.slotsShared = false
+	}
+}
+
 func (sh *arenaShard) put(key, value string, h uint64) {
+	sh.unshareSlots()
 	i, found := sh.find(key, h)
 	if found {
 		off := int(sh.slots[i]&offMask) - 1
 		klen := int(binary.LittleEndian.Uint16(sh.arena[off:]))
-		if room := int(binary.LittleEndian.Uint32(sh.arena[off+2:])); len(value) <= room {
+		if room := int(binary.LittleEndian.Uint32(sh.arena[off+2:])); len(value) <= room && !sh.arenaShared {
 			binary.LittleEndian.PutUint32(sh.arena[off+6:], uint32(len(value)))
 			copy(sh.arena[off+recHeader+klen:], value)
 			return
@@ -231,6 +250,7 @@ func (sh *arenaShard) put(key, value string, h uint64) {
 
 func (sh *arenaShard) delete(key string, h uint64) {
 	if i, found := sh.find(key, h); found {
+		sh.unshareSlots()
 		sh.garbage += sh.recordSize(int(sh.slots[i]&offMask) - 1)
 		sh.slots[i] = tombstone
 		sh.live--

@@ -1,0 +1,93 @@
+package store
+
+import "encoding/binary"
+
+// Frozen is a point-in-time view of an Arena: what Range returns does not
+// change however the store is written after Freeze, so a snapshot can be
+// written out while writes go on. It holds the shards' tables and arenas
+// as they were; the first write to each shard afterwards copies that
+// shard's table (a few bytes per key), and no write overwrites a record in
+// place until Release, so the arenas the view reads never change. Taking
+// the view costs one lock per shard, not a copy of the data.
+//
+// A Frozen is safe for concurrent use with the store's writers; Release
+// it once, after its last Range.
+type Frozen struct {
+	s      *Arena
+	shards [arenaShards]frozenShard
+}
+
+type frozenShard struct {
+	slots []uint64
+	arena []byte
+	live  int
+}
+
+// Freezer is a Store that can take a point-in-time view of itself.
+type Freezer interface {
+	Store
+	Freeze() *Frozen
+}
+
+// Freeze returns a point-in-time view of the store.
+func (s *Arena) Freeze() *Frozen {
+	s.freezeMu.Lock()
+	defer s.freezeMu.Unlock()
+	s.frozen++
+	f := &Frozen{s: s}
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		f.shards[i] = frozenShard{slots: sh.slots, arena: sh.arena[:len(sh.arena):len(sh.arena)], live: sh.live}
+		sh.slotsShared, sh.arenaShared = true, true
+		sh.mu.Unlock()
+	}
+	return f
+}
+
+// Len returns the number of keys in the view.
+func (f *Frozen) Len() int {
+	n := 0
+	for i := range f.shards {
+		n += f.shards[i].live
+	}
+	return n
+}
+
+// Range calls fn for every key and value of the view until fn returns
+// false. The arguments are valid only during the call.
+func (f *Frozen) Range(fn func(key string, value []byte) bool) {
+	for i := range f.shards {
+		arena := f.shards[i].arena
+		for _, slot := range f.shards[i].slots {
+			if slot == 0 || slot == tombstone {
+				continue
+			}
+			off := int(slot&offMask) - 1
+			klen := int(binary.LittleEndian.Uint16(arena[off:]))
+			vlen := int(binary.LittleEndian.Uint32(arena[off+6:]))
+			at := off + recHeader
+			// The view's arena never changes: the key may alias it.
+			if !fn(aliasString(arena[at:at+klen]), arena[at+klen:at+klen+vlen]) {
+				return
+			}
+		}
+	}
+}
+
+// Release ends the view: once no view is left, writes overwrite records
+// in place again. Range must not be called after it.
+func (f *Frozen) Release() {
+	s := f.s
+	s.freezeMu.Lock()
+	defer s.freezeMu.Unlock()
+	if s.frozen--; s.frozen > 0 {
+		return
+	}
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		sh.slotsShared, sh.arenaShared = false, false
+		sh.mu.Unlock()
+	}
+}
