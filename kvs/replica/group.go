@@ -51,7 +51,7 @@ func DefaultTiming() Timing {
 		HeartbeatTimeout:   800 * time.Millisecond,
 		ElectionTimeout:    800 * time.Millisecond,
 		LeaderLeaseTimeout: 800 * time.Millisecond,
-		SnapshotThreshold:  1024,
+		SnapshotThreshold:  8192,
 		TrailingLogs:       1024,
 		SnapshotInterval:   10 * time.Second,
 		Failover:           failover.DefaultTiming(),
