@@ -28,8 +28,9 @@ import (
 //
 // Nothing larger than those 8 bytes is allocated before the protocol is
 // known. From then on the reaper closes the connection once it has had no
-// request in flight and moved no byte for Limits.IdleTimeout, and every
-// write must finish within Limits.WriteTimeout.
+// request in flight and moved no byte for Limits.IdleTimeout (a Raft
+// connection only until it has carried an RPC), and every write must
+// finish within Limits.WriteTimeout.
 
 // connState is what the server knows of one open connection.
 type connState struct {
@@ -42,8 +43,16 @@ type connState struct {
 
 	active   atomic.Int64 // unix nanoseconds of the last byte moved
 	inflight atomic.Int32 // requests read and not yet answered
-	replies  *budget      // value bytes of its unwritten replies
-	closed   sync.Once    // untracks it once
+	// raft is set once the connection is handed to a shard's Raft
+	// transport, and carried once a byte of a Raft RPC has been read on
+	// it. The reaper spares a Raft connection that has carried an RPC: a
+	// peer's pooled connection may idle for minutes, and hashicorp/raft
+	// does not retry an RPC whose pooled connection turns out closed (a
+	// vote request lost that way delays an election by a whole timeout).
+	// One that never carried an RPC is reaped like any other.
+	raft, carried atomic.Bool
+	replies       *budget   // value bytes of its unwritten replies
+	closed        sync.Once // untracks it once
 }
 
 func (st *connState) touch() { st.active.Store(time.Now().UnixNano()) }
@@ -60,6 +69,9 @@ func (c *activityConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 {
 		c.st.touch()
+		if c.st.raft.Load() && !c.st.carried.Load() {
+			c.st.carried.Store(true)
+		}
 	}
 	return n, err
 }
@@ -124,6 +136,7 @@ func (s *Server) handleRaft(st *connState, conn net.Conn) {
 		err = auth.CheckRaftPeer(st.cert, rb.set.Replicas(sh))
 	}
 	if err == nil {
+		st.raft.Store(true)
 		err = rb.set.Accept(&prefixConn{Conn: conn, st: st, done: func() { s.drop(st) }}, sh)
 	}
 	if err != nil {

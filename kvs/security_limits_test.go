@@ -447,3 +447,27 @@ func helperServer() {
 	go func() { time.Sleep(60 * time.Second); os.Exit(3) }()
 	_ = srv.Serve(ln)
 }
+
+// TestReaperSparesRaftConnectionsThatCarriedAnRPC: a Raft connection that
+// never carried an RPC is reaped like any other, but one that has is not,
+// however long it idles: hashicorp/raft keeps pooled connections to its
+// peers and does not retry an RPC on one it finds closed.
+func TestReaperSparesRaftConnectionsThatCarriedAnRPC(t *testing.T) {
+	const idle = 500 * time.Millisecond
+	srv, addr := startServer(t, kvs.Config{Replicas: 1, DataDir: t.TempDir(), HandshakeTimeout: idle,
+		Limits: kvs.Limits{IdleTimeout: idle}})
+	silent := openConns(t, addr, "raft", 1)[0]
+	defer silent.Close()
+	used := openConns(t, addr, "raft", 1)[0]
+	defer used.Close()
+	_, err := used.Write([]byte{0}) // the first byte of an RPC: its type
+	require.NoError(t, err)
+	_ = silent.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err = io.Copy(io.Discard, silent)
+	var ne net.Error
+	require.False(t, errors.As(err, &ne) && ne.Timeout(), "the silent Raft connection was not reaped")
+	_ = used.SetReadDeadline(time.Now().Add(4 * idle))
+	_, err = used.Read(make([]byte, 1))
+	require.True(t, errors.As(err, &ne) && ne.Timeout(), "the Raft connection that carried an RPC was reaped: %v", err)
+	require.Equal(t, 1, srv.Conns())
+}

@@ -331,7 +331,8 @@ func (s *Server) drop(st *connState) {
 }
 
 // reap closes, every so often, the connections that have had no request
-// in flight and moved no byte for Limits.IdleTimeout.
+// in flight and moved no byte for Limits.IdleTimeout, except Raft
+// connections that have carried an RPC (see connState).
 func (s *Server) reap() {
 	defer s.wg.Done()
 	tick := time.NewTicker(min(s.limits.IdleTimeout/4, time.Second))
@@ -345,7 +346,7 @@ func (s *Server) reap() {
 			var idle []*connState
 			s.mu.Lock()
 			for st := range s.conns {
-				if st.inflight.Load() == 0 && st.active.Load() < cutoff {
+				if st.inflight.Load() == 0 && st.active.Load() < cutoff && !st.carried.Load() {
 					idle = append(idle, st)
 				}
 			}
