@@ -28,6 +28,7 @@ type statsCollector struct {
 	stats                                  *Stats
 	ops, results, batches, batchOps        *prometheus.Desc
 	bytesIn, bytesOut, forwarded, badConns *prometheus.Desc
+	idleClosed, budgetWaits                *prometheus.Desc
 }
 
 func newStatsCollector(st *Stats) *statsCollector {
@@ -35,21 +36,24 @@ func newStatsCollector(st *Stats) *statsCollector {
 		return prometheus.NewDesc("batchkv_"+name, help, labels, nil)
 	}
 	return &statsCollector{
-		stats:     st,
-		ops:       d("ops_total", "Ops applied or answered, by type.", "type"),
-		results:   d("op_results_total", "Ops answered, by status (ok and not_found are not errors).", "status"),
-		batches:   d("batches_total", "BatchOp calls and legacy single-op calls."),
-		batchOps:  d("batch_ops", "Ops per batch."),
-		bytesIn:   d("received_bytes_total", "Bytes read from client connections."),
-		bytesOut:  d("sent_bytes_total", "Bytes written to client connections."),
-		forwarded: d("forwarded_ops_total", "Ops sent on to the server that owns them."),
-		badConns:  d("bad_connections_total", "Connections closed for malformed input."),
+		stats:       st,
+		ops:         d("ops_total", "Ops applied or answered, by type.", "type"),
+		results:     d("op_results_total", "Ops answered, by status (ok and not_found are not errors).", "status"),
+		batches:     d("batches_total", "BatchOp calls and legacy single-op calls."),
+		batchOps:    d("batch_ops", "Ops per batch."),
+		bytesIn:     d("received_bytes_total", "Bytes read from client connections."),
+		bytesOut:    d("sent_bytes_total", "Bytes written to client connections."),
+		forwarded:   d("forwarded_ops_total", "Ops sent on to the server that owns them."),
+		badConns:    d("bad_connections_total", "Connections closed for bad input, a failed handshake, or over a cap."),
+		idleClosed:  d("idle_closed_connections_total", "Connections closed for idling past the idle timeout."),
+		budgetWaits: d("reply_budget_waits_total", "Batches that waited for a reply budget (bytes of unwritten replies)."),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.ops, c.results, c.batches, c.batchOps, c.bytesIn, c.bytesOut, c.forwarded, c.badConns} {
+	for _, d := range []*prometheus.Desc{c.ops, c.results, c.batches, c.batchOps, c.bytesIn, c.bytesOut, c.forwarded, c.badConns,
+		c.idleClosed, c.budgetWaits} {
 		ch <- d
 	}
 }
@@ -73,6 +77,8 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.bytesOut, st.BytesOut.Load())
 	counter(c.forwarded, st.Forwarded.Load())
 	counter(c.badConns, st.BadConns.Load())
+	counter(c.idleClosed, st.IdleClosed.Load())
+	counter(c.budgetWaits, st.BudgetWaits.Load())
 
 	// The histogram's buckets are cumulative; ours count each range once.
 	buckets := map[float64]uint64{}
