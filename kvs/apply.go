@@ -59,7 +59,10 @@ func (a *applier) apply(st store.Store, ops []wire.Op, results []wire.Result, cl
 		}
 		a.valueBytes.Store(uint64(vals.Len())/gets + 1)
 		if a.charge != nil {
-			a.charge(cl, int64(vals.Len()))
+			// What the reply keeps alive, not just what it reads: a
+			// chunk sized from an earlier batch's values may be mostly
+			// empty.
+			a.charge(cl, int64(vals.Allocated()))
 		}
 	}
 	// One atomic add per counter per batch, not per op.

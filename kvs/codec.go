@@ -17,8 +17,9 @@ import (
 // is written: the connection it came on and the reply bytes charged to
 // it. The Service finds the call of its arguments through Server.calls.
 type call struct {
-	conn    *connState
-	charged int64 // set by the request's goroutine, read after it returns
+	conn      *connState
+	charged   int64  // set by the request's goroutine, read after it returns
+	clientSeq uint64 // the sequence number the client gave
 }
 
 // serverCodec wraps a connection's rpc.ServerCodec (binary or gob) with
@@ -31,13 +32,15 @@ type serverCodec struct {
 	st    *connState
 	slots chan struct{} // one per request in flight
 
-	cur   *call // of the request whose header was just read; reader goroutine only
+	cur   *call  // of the request whose header was just read; reader goroutine only
+	next  uint64 // the codec's own sequence numbers; reader goroutine only
 	mu    sync.Mutex
-	calls map[uint64]*call // guarded by mu: by sequence number, until answered
+	calls map[uint64]*call // guarded by mu: by the codec's sequence number, until answered
 }
 
 // serveCodec serves rpc requests on a connection until it ends.
 func (s *Server) serveCodec(st *connState, inner rpc.ServerCodec) {
+	st.perReply.Store(true)
 	c := &serverCodec{ServerCodec: inner, s: s, st: st, slots: make(chan struct{}, s.limits.MaxInFlight),
 		calls: map[uint64]*call{}}
 	s.rpc.ServeCodec(c) // returns when the connection ends, and closes it
@@ -55,7 +58,11 @@ func (c *serverCodec) ReadRequestHeader(r *rpc.Request) error {
 		}
 		return err
 	}
-	c.cur = &call{conn: c.st}
+	// The client's sequence numbers need not be unique; calls are tracked
+	// by the codec's own, and the client's is put back in the reply.
+	c.next++
+	c.cur = &call{conn: c.st, clientSeq: r.Seq}
+	r.Seq = c.next
 	c.mu.Lock()
 	c.calls[r.Seq] = c.cur
 	c.mu.Unlock()
@@ -86,6 +93,15 @@ func (c *serverCodec) ReadRequestBody(x any) error {
 // WriteResponse implements rpc.ServerCodec: once the reply is written (or
 // the write failed), its charge and its slot are released.
 func (c *serverCodec) WriteResponse(r *rpc.Response, x any) error {
+	c.mu.Lock()
+	cl := c.calls[r.Seq]
+	delete(c.calls, r.Seq)
+	c.mu.Unlock()
+	if cl != nil {
+		r.Seq = cl.clientSeq
+	}
+	// One deadline for the whole reply, however many writes it takes.
+	_ = c.st.raw.SetWriteDeadline(time.Now().Add(c.s.limits.WriteTimeout))
 	err := c.ServerCodec.WriteResponse(r, x)
 	if err != nil {
 		// A reply not written within Limits.WriteTimeout, or a broken
@@ -93,10 +109,6 @@ func (c *serverCodec) WriteResponse(r *rpc.Response, x any) error {
 		// read must not hold its replies' memory.
 		c.s.drop(c.st)
 	}
-	c.mu.Lock()
-	cl := c.calls[r.Seq]
-	delete(c.calls, r.Seq)
-	c.mu.Unlock()
 	if cl != nil {
 		c.s.releaseCall(cl)
 		c.st.inflight.Add(-1)

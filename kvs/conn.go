@@ -43,16 +43,20 @@ type connState struct {
 
 	active   atomic.Int64 // unix nanoseconds of the last byte moved
 	inflight atomic.Int32 // requests read and not yet answered
-	// raft is set once the connection is handed to a shard's Raft
-	// transport, and carried once a byte of a Raft RPC has been read on
-	// it. The reaper spares a Raft connection that has carried an RPC: a
+	// carried is set once a byte of a Raft RPC has been read on a
+	// connection handed to a shard's Raft transport. The reaper spares a
+	// Raft connection that has carried an RPC: a
 	// peer's pooled connection may idle for minutes, and hashicorp/raft
 	// does not retry an RPC whose pooled connection turns out closed (a
 	// vote request lost that way delays an election by a whole timeout).
 	// One that never carried an RPC is reaped like any other.
-	raft, carried atomic.Bool
-	replies       *budget   // value bytes of its unwritten replies
-	closed        sync.Once // untracks it once
+	carried atomic.Bool
+	// perReply is set once an rpc codec serves the connection: it sets one
+	// write deadline per reply, and writes no longer push it forward (a
+	// peer reading a byte now and then must not keep a reply alive).
+	perReply atomic.Bool
+	replies  *budget   // value bytes of its unwritten replies
+	closed   sync.Once // untracks it once
 }
 
 func (st *connState) touch() { st.active.Store(time.Now().UnixNano()) }
@@ -69,15 +73,14 @@ func (c *activityConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 {
 		c.st.touch()
-		if c.st.raft.Load() && !c.st.carried.Load() {
-			c.st.carried.Store(true)
-		}
 	}
 	return n, err
 }
 
 func (c *activityConn) Write(p []byte) (int, error) {
-	_ = c.Conn.SetWriteDeadline(time.Now().Add(c.writeTimeout))
+	if !c.st.perReply.Load() {
+		_ = c.Conn.SetWriteDeadline(time.Now().Add(c.writeTimeout))
+	}
 	n, err := c.Conn.Write(p)
 	if n > 0 {
 		c.st.touch()
@@ -136,8 +139,7 @@ func (s *Server) handleRaft(st *connState, conn net.Conn) {
 		err = auth.CheckRaftPeer(st.cert, rb.set.Replicas(sh))
 	}
 	if err == nil {
-		st.raft.Store(true)
-		err = rb.set.Accept(&prefixConn{Conn: conn, st: st, done: func() { s.drop(st) }}, sh)
+		err = rb.set.Accept(&prefixConn{Conn: conn, st: st, raft: true, done: func() { s.drop(st) }}, sh)
 	}
 	if err != nil {
 		s.refuse(st, "refusing raft connection", err)
@@ -164,6 +166,7 @@ type prefixConn struct {
 	net.Conn
 	prefix []byte
 	st     *connState
+	raft   bool // handed to a Raft transport: a byte read means an RPC carried
 	done   func()
 }
 
@@ -173,7 +176,11 @@ func (c *prefixConn) Read(p []byte) (int, error) {
 		c.prefix = c.prefix[n:]
 		return n, nil
 	}
-	return c.Conn.Read(p)
+	n, err := c.Conn.Read(p)
+	if n > 0 && c.raft && !c.st.carried.Load() {
+		c.st.carried.Store(true)
+	}
+	return n, err
 }
 
 func (c *prefixConn) Close() error {

@@ -6,3 +6,7 @@ package kvs
 func SetStaleReadsForTest(s *Server, on bool) {
 	s.svc.backend.(*replicatedBackend).staleReads.Store(on)
 }
+
+// ReplyBytesHeld returns the bytes of reply values the server holds
+// charged, waiting to be written.
+func ReplyBytesHeld(s *Server) int64 { return s.replies.held.Load() }

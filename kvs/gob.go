@@ -38,6 +38,16 @@ func (s *Server) serveRPCOverHTTP(w http.ResponseWriter, req *http.Request) {
 		_ = conn.Close()
 		return
 	}
+	// Close waits for this connection's calls, as for the binary ones.
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		_ = conn.Close()
+		return
+	}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	defer s.wg.Done()
 	if _, err := io.WriteString(conn, connectedResponse); err != nil {
 		_ = conn.Close()
 		return

@@ -471,3 +471,39 @@ func TestReaperSparesRaftConnectionsThatCarriedAnRPC(t *testing.T) {
 	require.True(t, errors.As(err, &ne) && ne.Timeout(), "the Raft connection that carried an RPC was reaped: %v", err)
 	require.Equal(t, 1, srv.Conns())
 }
+
+// TestDuplicateSequenceNumbersReleaseTheirCharges: a client may reuse a
+// sequence number for requests in flight at once. Each still gets its
+// reply, and once they are written the server holds no reply bytes: calls
+// are tracked by the server's own numbers, not the client's.
+func TestDuplicateSequenceNumbersReleaseTheirCharges(t *testing.T) {
+	srv, addr := startServer(t, kvs.Config{})
+	cl, err := client.New(client.Config{Servers: []string{addr}})
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, cl.Put(ctx, "k", strings.Repeat("v", 1000)))
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	ops := []wire.Op{{Code: wire.OpGet, Key: "k"}}
+	out := []byte(wire.Preamble)
+	for range 20 {
+		out = append(out, binaryFrame(5, &wire.BatchArgs{Ops: ops})...)
+	}
+	_, err = conn.Write(out)
+	require.NoError(t, err)
+	r := bufio.NewReader(conn)
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for i := range 20 {
+		var hdr [4 + 8]byte
+		_, err := io.ReadFull(r, hdr[:])
+		require.NoError(t, err, "reply %d", i)
+		require.EqualValues(t, 5, binary.LittleEndian.Uint64(hdr[4:]), "the client's sequence number comes back")
+		_, err = io.CopyN(io.Discard, r, int64(binary.LittleEndian.Uint32(hdr[:4])-8))
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool { return kvs.ReplyBytesHeld(srv) == 0 }, 5*time.Second, 10*time.Millisecond,
+		"reply bytes still charged: %d", kvs.ReplyBytesHeld(srv))
+}

@@ -278,7 +278,6 @@ func (s *Server) Serve(ln net.Listener) error {
 			_ = conn.Close()
 			continue
 		}
-		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
 			s.handle(st)
@@ -292,8 +291,9 @@ func (s *Server) isClosed() bool {
 	return s.closed
 }
 
-// track records a new connection, or refuses it (nil) when the server is
-// closed (no reason) or over a connection cap (the reason).
+// track records a new connection and counts its handler in wg, or refuses
+// it (nil) when the server is closed (no reason) or over a connection cap
+// (the reason).
 func (s *Server) track(c net.Conn) (*connState, string) {
 	host, _, err := net.SplitHostPort(c.RemoteAddr().String())
 	if err != nil {
@@ -313,6 +313,7 @@ func (s *Server) track(c net.Conn) (*connState, string) {
 	st.touch()
 	s.conns[st] = struct{}{}
 	s.perHost[host]++
+	s.wg.Add(1) // its handler's; under mu, so that Close's Wait cannot start between
 	return st, ""
 }
 

@@ -16,8 +16,9 @@ type Values struct {
 	// total. Later chunks double, up to what Limit leaves.
 	Hint int
 
-	buf   []byte // the current chunk: len used, cap its size
-	total int
+	buf       []byte // the current chunk: len used, cap its size
+	total     int
+	allocated int // bytes of every chunk: what the results keep alive
 }
 
 // Add copies v and returns the copy as a string, or false when it would
@@ -30,6 +31,7 @@ func (vs *Values) Add(v []byte) (string, bool) {
 		size := max(vs.Hint, 2*cap(vs.buf))
 		size = max(min(size, vs.Limit-vs.total), len(v))
 		vs.buf = make([]byte, 0, size)
+		vs.allocated += size
 	}
 	at := len(vs.buf)
 	vs.buf = append(vs.buf, v...)
@@ -39,3 +41,7 @@ func (vs *Values) Add(v []byte) (string, bool) {
 
 // Len returns the bytes of the values added.
 func (vs *Values) Len() int { return vs.total }
+
+// Allocated returns the bytes of every chunk allocated: what results that
+// alias the values keep alive, at least Len.
+func (vs *Values) Allocated() int { return vs.allocated }

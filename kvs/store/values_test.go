@@ -28,6 +28,7 @@ func TestValuesNeverMove(t *testing.T) {
 		require.Same(t, ptrs[i], unsafe.StringData(v))
 	}
 	require.Equal(t, 200, vs.Len())
+	require.GreaterOrEqual(t, vs.Allocated(), vs.Len())
 	_, ok := vs.Add(make([]byte, 801))
 	require.False(t, ok, "over the limit")
 	_, ok = vs.Add(make([]byte, 800))
@@ -39,4 +40,14 @@ func TestValuesNeverMove(t *testing.T) {
 	require.False(t, ok, "the zero value accepts nothing")
 	_, ok = zero.Add(nil)
 	require.True(t, ok, "an empty value fits any limit")
+}
+
+// TestValuesAllocatedCountsTheChunk: one small value in a chunk sized for
+// many large ones keeps the whole chunk alive, and Allocated says so.
+func TestValuesAllocatedCountsTheChunk(t *testing.T) {
+	vs := &store.Values{Limit: 64 << 20, Hint: 32 << 20}
+	_, ok := vs.Add([]byte("x"))
+	require.True(t, ok)
+	require.Equal(t, 1, vs.Len())
+	require.Equal(t, 32<<20, vs.Allocated())
 }
