@@ -167,3 +167,14 @@ func TestMutualTLS(t *testing.T) {
 	_, err = handshake(t, alice.ServerConfig(), node.ClientConfig())
 	require.Error(t, err, "a client certificate cannot serve")
 }
+
+func TestMakeLocal(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "certs")
+	node, cl, err := auth.MakeLocal(dir, []string{"127.0.0.1"})
+	require.NoError(t, err)
+	require.Equal(t, auth.RoleNode, node.Role)
+	require.Equal(t, auth.RoleClient, cl.Role)
+	require.NoError(t, auth.CheckRaftPeer(node.Cert.Leaf, []string{"127.0.0.1:8080"}))
+	_, _, err = auth.MakeLocal(dir, []string{"127.0.0.1"})
+	require.ErrorIs(t, err, auth.ErrExists, "never overwrites")
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 )
 
@@ -41,6 +42,30 @@ func Load(caFile, certFile, keyFile string) (*Identity, error) {
 	}
 	cert.Leaf = leaf
 	return &Identity{Cert: cert, CA: pool, Role: RoleOf(leaf)}, nil
+}
+
+// MakeLocal makes the certificates of a cluster run on one machine, as
+// the chaos harness and the tests run it: a CA in dir, a node certificate
+// named "node" for hosts that every server shares, and a client
+// certificate named "client". It returns both loaded.
+func MakeLocal(dir string, hosts []string) (node, client *Identity, err error) {
+	if err := InitCA(dir); err != nil {
+		return nil, nil, err
+	}
+	if err := Issue(dir, "node", RoleNode, hosts); err != nil {
+		return nil, nil, err
+	}
+	if err := Issue(dir, "client", RoleClient, nil); err != nil {
+		return nil, nil, err
+	}
+	ca := filepath.Join(dir, CACertFile)
+	if node, err = Load(ca, filepath.Join(dir, "node.crt"), filepath.Join(dir, "node.key")); err != nil {
+		return nil, nil, err
+	}
+	if client, err = Load(ca, filepath.Join(dir, "client.crt"), filepath.Join(dir, "client.key")); err != nil {
+		return nil, nil, err
+	}
+	return node, client, nil
 }
 
 // ServerConfig returns the tls.Config of a listener: TLS 1.3, this

@@ -111,27 +111,14 @@ func (c *Cluster) args(i int) []string {
 // server shares, and a client certificate for the loads, under Dir/certs.
 func (c *Cluster) makeCerts() error {
 	dir := filepath.Join(c.cfg.Dir, "certs")
-	if err := auth.InitCA(dir); err != nil {
-		return err
-	}
-	if err := auth.Issue(dir, "node", auth.RoleNode, []string{"127.0.0.1"}); err != nil {
-		return err
-	}
-	if err := auth.Issue(dir, "client", auth.RoleClient, nil); err != nil {
-		return err
-	}
-	ca := filepath.Join(dir, auth.CACertFile)
-	node, err := auth.Load(ca, filepath.Join(dir, "node.crt"), filepath.Join(dir, "node.key"))
-	if err != nil {
-		return err
-	}
-	cl, err := auth.Load(ca, filepath.Join(dir, "client.crt"), filepath.Join(dir, "client.key"))
+	node, cl, err := auth.MakeLocal(dir, []string{"127.0.0.1"})
 	if err != nil {
 		return err
 	}
 	c.Admin = client.Admin{TLS: node.ClientConfig()}
 	c.ClientTLS = cl.ClientConfig()
-	c.tlsArgs = []string{"-tls-ca", ca, "-tls-cert", filepath.Join(dir, "node.crt"), "-tls-key", filepath.Join(dir, "node.key")}
+	c.tlsArgs = []string{"-tls-ca", filepath.Join(dir, auth.CACertFile),
+		"-tls-cert", filepath.Join(dir, "node.crt"), "-tls-key", filepath.Join(dir, "node.key")}
 	return nil
 }
 

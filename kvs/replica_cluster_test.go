@@ -46,16 +46,9 @@ type replCluster struct {
 // share one node certificate for 127.0.0.1, and clients have a client
 // certificate of the same CA.
 func withTLS(c *replCluster) {
-	dir := filepath.Join(c.t.TempDir(), "certs")
-	require.NoError(c.t, auth.InitCA(dir))
-	require.NoError(c.t, auth.Issue(dir, "node", auth.RoleNode, []string{"127.0.0.1"}))
-	require.NoError(c.t, auth.Issue(dir, "client", auth.RoleClient, nil))
-	load := func(name string) *auth.Identity {
-		id, err := auth.Load(filepath.Join(dir, auth.CACertFile), filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key"))
-		require.NoError(c.t, err)
-		return id
-	}
-	c.nodeID, c.clientID = load("node"), load("client")
+	var err error
+	c.nodeID, c.clientID, err = auth.MakeLocal(filepath.Join(c.t.TempDir(), "certs"), []string{"127.0.0.1"})
+	require.NoError(c.t, err)
 }
 
 // admin reaches the servers' admin RPCs, over TLS when the cluster has it.

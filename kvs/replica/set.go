@@ -53,7 +53,6 @@ type Config struct {
 // each. Its methods are safe for concurrent use.
 type Set struct {
 	layout *shard.Layout
-	self   string
 	groups []*Group // by shard; nil where this server hosts no replica
 }
 
@@ -77,7 +76,7 @@ func Open(cfg Config) (*Set, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Set{layout: cfg.Layout, self: cfg.Self, groups: make([]*Group, cfg.Layout.Shards())}
+	s := &Set{layout: cfg.Layout, groups: make([]*Group, cfg.Layout.Shards())}
 	for _, sh := range cfg.Layout.Hosted(me) {
 		var reps []string
 		for _, i := range cfg.Layout.Replicas(sh) {
@@ -99,9 +98,6 @@ func Open(cfg Config) (*Set, error) {
 
 // Layout returns the shard layout the set was opened with.
 func (s *Set) Layout() *shard.Layout { return s.layout }
-
-// Self returns this server's address.
-func (s *Set) Self() string { return s.self }
 
 // Group returns this server's replica of shard sh, or nil if it hosts
 // none.
