@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batchkv/batchkv/client"
+	"github.com/batchkv/batchkv/wire"
 	"github.com/stretchr/testify/require"
 )
 
@@ -57,9 +60,6 @@ func TestScenariosShort(t *testing.T) {
 	for _, name := range ScenarioNames() {
 		t.Run(name, func(t *testing.T) {
 			o := shortOptions(t, name)
-			// The crash-leader scenario runs over mutual TLS: Raft through the
-			// fault proxies, the loads and the checks all speak it.
-			o.TLS = name == "crash-leader"
 			res, err := Run(o)
 			require.NoError(t, err)
 			safety := 0
@@ -79,4 +79,29 @@ func TestScenariosShort(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestClusterOverTLS: a harness cluster with TLS serves a client with the
+// loads' certificate and the admin RPCs with the node's, over its fault
+// proxies, and refuses a plaintext caller.
+func TestClusterOverTLS(t *testing.T) {
+	c, err := StartCluster(ClusterConfig{Bin: serverBin, Dir: t.TempDir(), Servers: 3, Shards: 1, TLS: true})
+	require.NoError(t, err)
+	defer c.Close()
+	cl, err := client.New(client.Config{Servers: c.Addrs, Shards: 1, Replicas: 3, TLS: c.ClientTLS})
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	require.NoError(t, cl.Put(ctx, "k", "v"))
+	v, err := cl.Get(ctx, "k")
+	require.NoError(t, err)
+	require.Equal(t, "v", v)
+	for _, a := range c.Addrs {
+		st, err := c.Admin.Status(a, wire.StatusRequest{Digest: true}, 5*time.Second)
+		require.NoError(t, err, "a node certificate gets digests")
+		require.Len(t, st.Shards, 1)
+	}
+	_, err = client.Status(c.Addrs[0], wire.StatusRequest{}, 2*time.Second)
+	require.Error(t, err, "a plaintext caller is refused")
 }
