@@ -41,32 +41,7 @@ func checkedKeys(n int) []string {
 
 // runChecked runs the checked clients until stop is closed.
 func runChecked(cfg CheckedConfig, cl *client.Client, h *linz.History, tl *timeline, seed uint64, stop <-chan struct{}) {
-	keys := checkedKeys(cfg.Keys)
-	var wg sync.WaitGroup
-	for id := range cfg.Clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(seed, uint64(1<<32+id)))
-			for b := 0; ; b++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				ops := linz.RandomBatch(rng, id, b, keys, cfg.MaxOps)
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				call := h.Now()
-				res, err := cl.Do(ctx, ops)
-				h.Record(id, ops, res, err, call, h.Now())
-				cancel()
-				if err == nil {
-					tl.checkedOps(len(ops))
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	linz.Drive(cfg.Clients, cfg.MaxOps, checkedKeys(cfg.Keys), 0, 5*time.Second, cl.Do, h, seed, stop, tl.checkedOps)
 }
 
 // probe writes one key of a shard every 10ms, each write recorded in the

@@ -9,6 +9,7 @@ import (
 
 	"github.com/batchkv/batchkv/auth"
 	"github.com/batchkv/batchkv/client"
+	"github.com/batchkv/batchkv/internal/netcount"
 	"github.com/batchkv/batchkv/kvs/replica"
 	"github.com/batchkv/batchkv/kvs/store"
 	"github.com/batchkv/batchkv/ring"
@@ -98,7 +99,7 @@ func newReplicatedBackend(cfg *Config, apply *applier, stats *Stats) (backend, w
 	layout := wire.Layout{Servers: l.Servers(), VirtualNodes: cfg.VirtualNodes, Replicas: l.RF(), Shards: l.Shards()}
 	admin := client.Admin{TLS: peerTLS(cfg)}
 	set, err := replica.Open(replica.Config{Layout: l, Self: cfg.Self, DataDir: cfg.DataDir, NoSync: cfg.NoSync,
-		Timing: cfg.Raft, SessionTTL: cfg.SessionTTL, NewStore: storeMaker(cfg.Store), Dial: raftDialer(cfg),
+		Timing: cfg.Raft, SessionTTL: cfg.SessionTTL, NewStore: storeMaker(cfg.Store), Dial: raftDialer(cfg, stats),
 		PeerStatus: admin.Status, Logger: cfg.Logger})
 	if err != nil {
 		return nil, layout, err
@@ -136,10 +137,17 @@ func peerTLS(cfg *Config) *tls.Config {
 // (plain TCP by default), with TLS over it when the server has an
 // Identity. The peer's certificate must name the host of the address
 // dialled, not of any proxy in between.
-func raftDialer(cfg *Config) replica.DialFunc {
-	dial := cfg.DialRaft
-	if dial == nil {
-		dial = replica.DialTCP
+func raftDialer(cfg *Config, stats *Stats) replica.DialFunc {
+	base := cfg.DialRaft
+	if base == nil {
+		base = replica.DialTCP
+	}
+	dial := func(addr string, timeout time.Duration) (net.Conn, error) {
+		c, err := base(addr, timeout)
+		if err != nil {
+			return nil, err
+		}
+		return &netcount.Conn{Conn: c, In: &stats.BytesIn, Out: &stats.BytesOut}, nil
 	}
 	tlsCfg := peerTLS(cfg)
 	if tlsCfg == nil {

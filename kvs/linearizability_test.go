@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batchkv/batchkv/internal/linz"
+	"github.com/batchkv/batchkv/internal/planted"
 	"github.com/batchkv/batchkv/kvs/store"
 )
 
@@ -107,56 +108,13 @@ func TestLinearizable(t *testing.T) {
 	}
 }
 
-// staleStore is a planted bug: after a put, a get sometimes serves the
-// value the key had before it.
-type staleStore struct {
-	store.Store
-	mu   sync.Mutex
-	prev map[string]string // guarded by mu
-	rng  *rand.Rand        // guarded by mu
-}
-
-func (s *staleStore) Put(key, value string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if old, ok := store.Get(s.Store, key); ok {
-		s.prev[key] = old
-	}
-	s.Store.Put(key, value)
-}
-
-func (s *staleStore) AppendGet(dst []byte, key string) ([]byte, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if old, ok := s.prev[key]; ok && s.rng.IntN(4) == 0 {
-		return append(dst, old...), true
-	}
-	return s.Store.AppendGet(dst, key)
-}
-
-// lossyStore is a planted bug: it acknowledges every fifth put without
-// applying it.
-type lossyStore struct {
-	store.Store
-	puts atomic.Int64
-}
-
-func (s *lossyStore) Put(key, value string) {
-	if s.puts.Add(1)%5 == 0 {
-		return
-	}
-	s.Store.Put(key, value)
-}
-
 // TestCheckerCatchesPlantedBugs: the same workload against stores with a
 // stale read or a lost write must fail the check, or the check proves
 // nothing.
 func TestCheckerCatchesPlantedBugs(t *testing.T) {
 	bugs := map[string]func(store.Store) store.Store{
-		"stale read": func(s store.Store) store.Store {
-			return &staleStore{Store: s, prev: map[string]string{}, rng: rand.New(rand.NewPCG(1, 1))}
-		},
-		"lost write": func(s store.Store) store.Store { return &lossyStore{Store: s} },
+		"stale read": func(s store.Store) store.Store { return planted.StaleReads(s, 1) },
+		"lost write": planted.LostWrites,
 	}
 	for name, wrap := range bugs {
 		t.Run(name, func(t *testing.T) {

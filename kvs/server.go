@@ -168,6 +168,7 @@ type Server struct {
 	http      *http.Server
 	httpLn    *handoff.Listener
 	log       *slog.Logger
+	started   time.Time
 
 	replies    *budget      // value bytes of unwritten replies, server-wide
 	calls      sync.Map     // decoded request arguments -> *call
@@ -189,7 +190,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, limits: cfg.Limits, log: cfg.Logger, conns: map[*connState]struct{}{},
-		perHost: map[string]int{}, replies: newBudget(cfg.Limits.ReplyBudget), stop: make(chan struct{})}
+		perHost: map[string]int{}, started: time.Now(), replies: newBudget(cfg.Limits.ReplyBudget), stop: make(chan struct{})}
 	if cfg.Identity != nil {
 		s.serverTLS = cfg.Identity.ServerConfig()
 	}
@@ -198,7 +199,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.svc = &Service{backend: be, stats: &s.stats, layout: layout, self: cfg.Self, calls: s.callOf}
+	s.svc = &Service{backend: be, stats: &s.stats, layout: layout, self: cfg.Self, calls: s.callOf, node: s.nodeStats}
 	s.rpc = rpc.NewServer()
 	if err := s.rpc.RegisterName("KVService", s.svc); err != nil {
 		_ = be.close()

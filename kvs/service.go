@@ -21,6 +21,9 @@ type Service struct {
 	// calls finds the call of a request's decoded arguments; nil for a
 	// Service built by hand (benchmarks), whose calls are charged nothing.
 	calls func(args any) *call
+	// node reads the server's counters for Status; nil for a Service
+	// built by hand.
+	node func() *wire.NodeStats
 }
 
 // callOf returns the call of args, or nil.
@@ -95,5 +98,8 @@ func (s *Service) Status(req *wire.StatusRequest, resp *wire.StatusReply) error 
 	resp.Layout = s.layout
 	resp.Self = s.self
 	resp.Shards = s.backend.shards(req.Digest)
+	if s.node != nil {
+		resp.Node = s.node()
+	}
 	return nil
 }

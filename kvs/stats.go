@@ -20,9 +20,12 @@ type Stats struct {
 	Deletes   atomic.Uint64 // delete ops applied
 	Rejected  atomic.Uint64 // ops rejected for bad input or limits
 	Forwarded atomic.Uint64 // ops sent on to the server that owns them
-	BytesIn   atomic.Uint64 // bytes read from client connections
-	BytesOut  atomic.Uint64 // bytes written to client connections
-	BadConns  atomic.Uint64 // connections closed for bad input, a failed handshake, or over a cap
+	// BytesIn and BytesOut count the bytes read from and written to every
+	// connection: clients', peers' Raft connections accepted, and the
+	// Raft connections this server dials.
+	BytesIn  atomic.Uint64
+	BytesOut atomic.Uint64
+	BadConns atomic.Uint64 // connections closed for bad input, a failed handshake, or over a cap
 	// IdleClosed counts connections closed for idling past
 	// Limits.IdleTimeout.
 	IdleClosed atomic.Uint64
@@ -148,5 +151,24 @@ func (r *Reporter) Run(done <-chan struct{}, interval time.Duration) {
 		case <-t.C:
 			_ = r.Report()
 		}
+	}
+}
+
+// nodeStats reads the counters and the process's resource use for
+// KVService.Status.
+func (s *Server) nodeStats() *wire.NodeStats {
+	st := &s.stats
+	var errs uint64
+	for i := range st.Results {
+		if !wire.Status(i).Applied() {
+			errs += st.Results[i].Load()
+		}
+	}
+	p := procstat.Read()
+	return &wire.NodeStats{
+		At: p.At, Started: s.started,
+		Gets: st.Gets.Load(), Writes: st.Puts.Load() + st.Deletes.Load(), Errors: errs,
+		BadConn: st.BadConns.Load(), BytesIn: st.BytesIn.Load(), BytesOut: st.BytesOut.Load(),
+		CPU: p.CPU, RSS: p.RSS, Conns: s.Conns(),
 	}
 }

@@ -41,6 +41,26 @@ type StatusReply struct {
 	Self   string
 	Layout Layout
 	Shards []ShardStatus
+	// Node is the server's counters and resource use at the moment it
+	// answered; two replies a second apart give its rates (kvsctl top).
+	// Nil from servers older than this field.
+	Node *NodeStats
+}
+
+// NodeStats is a server's cumulative counters and its process's resource
+// use at one instant.
+type NodeStats struct {
+	At       time.Time     // when the server read them
+	Started  time.Time     // when the server started
+	Gets     uint64        // get ops answered
+	Writes   uint64        // put and delete ops applied
+	Errors   uint64        // ops answered with a status other than OK or not found
+	BadConn  uint64        // connections refused or closed for bad input or a cap
+	BytesIn  uint64        // bytes read from every connection (clients and Raft)
+	BytesOut uint64        // bytes written to every connection
+	CPU      time.Duration // user + system CPU time of the process so far
+	RSS      int64         // resident memory now, in bytes
+	Conns    int           // connections open now
 }
 
 // ShardStatus is one replica's view of its shard.

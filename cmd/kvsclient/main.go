@@ -6,6 +6,10 @@
 //
 // Every second it prints its own throughput and utilization; at the end,
 // "throughput <N> ops/s" and the batch round-trip latency percentiles.
+// With -check, a few of the goroutines work on a few hot keys instead, and
+// the run ends with porcupine's verdict on their history:
+// "linearizable: N ops" or the violation and the path of its
+// visualization (and a non-zero exit).
 package main
 
 import (
@@ -17,6 +21,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/pprof"
 	"strings"
 	"sync"
@@ -60,6 +65,12 @@ type options struct {
 	cpuprofile string
 	syncOps    int
 	tls        *tls.Config
+
+	check        bool
+	checkClients int
+	checkKeys    int
+	checkTimeout time.Duration
+	checkHTML    string
 }
 
 func parse(args []string) (*options, error) {
@@ -80,6 +91,11 @@ func parse(args []string) (*options, error) {
 	fs.IntVar(&o.vnodes, "vnodes", 0, "virtual nodes per server; must match the servers' (0: default)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the measured load to this file")
 	fs.IntVar(&o.syncOps, "sync-ops", 0, "instead of the load: this many synchronous single puts, then as many gets, from one goroutine; print their latency percentiles")
+	fs.BoolVar(&o.check, "check", false, "check the run: -check-clients of the -numClients goroutines work on -check-keys hot keys, every op recorded, and porcupine checks their history when the run ends")
+	fs.IntVar(&o.checkClients, "check-clients", 4, "with -check: goroutines on the hot keys, taken from -numClients")
+	fs.IntVar(&o.checkKeys, "check-keys", 8, "with -check: hot keys")
+	fs.DurationVar(&o.checkTimeout, "check-timeout", time.Minute, "with -check: the longest the check may take")
+	fs.StringVar(&o.checkHTML, "check-html", "", "with -check: where to write porcupine's visualization of a violation (default: kvsclient-check-PID.html in the temporary directory)")
 	tf := tlsflags.Register(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -105,6 +121,19 @@ func parse(args []string) (*options, error) {
 	case o.valueBytes < 0 || o.valueBytes > wire.MaxValueBytes:
 		return nil, fmt.Errorf("-valueBytes must be in [0, %d]", wire.MaxValueBytes)
 	}
+	if o.check {
+		switch {
+		case o.checkClients < 1 || o.checkClients >= o.numClients:
+			return nil, fmt.Errorf("-check-clients must be in [1, %d) (-numClients %d)", o.numClients, o.numClients)
+		case o.checkKeys < 1:
+			return nil, errors.New("-check-keys must be positive")
+		case o.checkTimeout <= 0:
+			return nil, errors.New("-check-timeout must be positive")
+		}
+		if o.checkHTML == "" {
+			o.checkHTML = filepath.Join(os.TempDir(), fmt.Sprintf("kvsclient-check-%d.html", os.Getpid()))
+		}
+	}
 	if _, err := workload.ReadFraction(o.workload); err != nil {
 		return nil, err
 	}
@@ -119,8 +148,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "config hosts=%s workload=%s theta=%v secs=%d numClients=%d batchSize=%d records=%d valueBytes=%d codec=%s conns=%d tls=%t seed=%d\n",
-		strings.Join(o.hosts, ","), o.workload, o.theta, o.secs, o.numClients, o.batchSize, o.records, o.valueBytes, o.codec, o.conns, o.tls != nil, o.seed)
+	fmt.Fprintf(stdout, "config hosts=%s workload=%s theta=%v secs=%d numClients=%d batchSize=%d records=%d valueBytes=%d codec=%s conns=%d tls=%t seed=%d check=%t\n",
+		strings.Join(o.hosts, ","), o.workload, o.theta, o.secs, o.numClients, o.batchSize, o.records, o.valueBytes, o.codec, o.conns, o.tls != nil, o.seed, o.check)
 	cfg := client.Config{Servers: o.hosts, Codec: o.codec, ConnsPerServer: o.conns, VirtualNodes: o.vnodes, TLS: o.tls}
 	if l, err := (client.Admin{TLS: o.tls}).Discover(o.hosts[0], 5*time.Second); err != nil {
 		fmt.Fprintf(stdout, "layout: %s did not answer (%v); routing over -hosts\n", o.hosts[0], err)
@@ -199,12 +228,18 @@ func preload(ctx context.Context, cl *client.Client, o *options) error {
 func measure(ctx context.Context, cl *client.Client, o *options, stdout io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(o.secs)*time.Second)
 	defer cancel()
+	bulk := o.numClients
+	var check *selfCheck
+	if o.check {
+		bulk -= o.checkClients
+		check = startCheck(cl, o, ctx.Done())
+	}
 	var done, failed atomic.Uint64
-	hists := make([]latency.Histogram, o.numClients)
+	hists := make([]latency.Histogram, bulk)
 	var firstErr atomic.Pointer[error]
 	var wg sync.WaitGroup
 	start, startProc := time.Now(), procstat.Read()
-	for i := range o.numClients {
+	for i := range bulk {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -274,8 +309,12 @@ loop:
 		cpuPerMops = (proc.CPU - startProc.CPU).Seconds() / (float64(n) / 1e6)
 	}
 	fmt.Fprintf(stdout, "client cpu_s/Mops %.3f peak_rss_mib %.1f failed_ops %d\n", cpuPerMops, float64(proc.PeakRSS)/(1<<20), failed.Load())
-	if e := firstErr.Load(); e != nil {
-		return fmt.Errorf("%d ops failed; first error: %w", failed.Load(), *e)
+	var checkErr error
+	if check != nil {
+		checkErr = check.finish(stdout)
 	}
-	return nil
+	if e := firstErr.Load(); e != nil {
+		return errors.Join(fmt.Errorf("%d ops failed; first error: %w", failed.Load(), *e), checkErr)
+	}
+	return checkErr
 }

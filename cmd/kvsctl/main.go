@@ -6,11 +6,15 @@
 //	kvsctl -hosts 127.0.0.1:8080 delete user1
 //	kvsctl -hosts 127.0.0.1:8080 leader 0
 //	kvsctl -hosts 127.0.0.1:8080 probe 0
+//	kvsctl -hosts 127.0.0.1:8080 top [-once] [-interval 1s] [-no-shards]
 //
 // status asks every server for its view of the shards it replicates and
 // prints one line per replica: its state, the leader it knows, its term,
 // and its last, committed and applied log indexes. get, put and delete go
-// through the client library, which finds each shard's leader.
+// through the client library, which finds each shard's leader. top is a
+// live view of every server at once, refreshed every second: ops/s, CPU,
+// memory, network, connections and errors per node, and at RF>1 each
+// shard's leader, term and replica lag; -once prints one table.
 package main
 
 import (
@@ -45,7 +49,7 @@ func run(args []string, stdout io.Writer) error {
 	interval := fs.Duration("interval", 10*time.Millisecond, "probe: pause between writes")
 	tf := tlsflags.Register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: kvsctl [-hosts h:p,...] [-timeout d] [-tls-ca F -tls-cert F -tls-key F] status | get KEY | put KEY VALUE | delete KEY | leader SHARD | probe SHARD")
+		fmt.Fprintln(fs.Output(), "usage: kvsctl [-hosts h:p,...] [-timeout d] [-tls-ca F -tls-cert F -tls-key F] status | top [-once] | get KEY | put KEY VALUE | delete KEY | leader SHARD | probe SHARD")
 		fmt.Fprintln(fs.Output(), "       kvsctl certs init|issue ...   (kvsctl certs for help)")
 		fs.PrintDefaults()
 	}
@@ -75,6 +79,8 @@ func run(args []string, stdout io.Writer) error {
 	switch {
 	case cmd[0] == "status" && len(cmd) == 1:
 		return status(admin, cfg, *timeout, stdout)
+	case cmd[0] == "top":
+		return top(cmd[1:], admin, cfg, *timeout, stdout)
 	case (cmd[0] == "leader" || cmd[0] == "probe") && len(cmd) == 2:
 		sh, err := strconv.Atoi(cmd[1])
 		if err != nil || sh < 0 || sh >= max(cfg.Shards, 1) {

@@ -10,6 +10,7 @@
 package linz
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -169,4 +170,50 @@ func RandomBatch(rng *rand.Rand, id, b int, keys []string, maxOps int) []wire.Op
 		}
 	}
 	return ops
+}
+
+// DoFunc sends one batch and returns its results, as client.Client.Do.
+type DoFunc func(ctx context.Context, ops []wire.Op) ([]wire.Result, error)
+
+// Drive is a checked load: clients goroutines, ids 0 to clients-1, each
+// sending RandomBatch batches of 1 to maxOps ops over keys through do,
+// at most one batch per pace, every batch recorded in h, until stop is
+// closed. Each batch has attempt to be answered; answered, if not nil, is
+// called with the size of each batch answered without error. Drive
+// returns when every client has stopped.
+func Drive(clients, maxOps int, keys []string, pace, attempt time.Duration, do DoFunc, h *History, seed uint64,
+	stop <-chan struct{}, answered func(ops int)) {
+	var wg sync.WaitGroup
+	for id := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, uint64(1<<32+id)))
+			for b := 0; ; b++ {
+				next := time.Now().Add(pace)
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ops := RandomBatch(rng, id, b, keys, maxOps)
+				ctx, cancel := context.WithTimeout(context.Background(), attempt)
+				call := h.Now()
+				res, err := do(ctx, ops)
+				h.Record(id, ops, res, err, call, h.Now())
+				cancel()
+				if err == nil && answered != nil {
+					answered(len(ops))
+				}
+				if wait := time.Until(next); wait > 0 {
+					select {
+					case <-stop:
+						return
+					case <-time.After(wait):
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batchkv/batchkv/client"
+	"github.com/batchkv/batchkv/kvs"
+	"github.com/batchkv/batchkv/wire"
+)
+
+// startRF3 starts three servers replicating three shards at RF=3 and
+// returns their addresses and the servers.
+func startRF3(t *testing.T) ([]string, []*kvs.Server) {
+	t.Helper()
+	var lns []net.Listener
+	var addrs []string
+	for range 3 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		lns = append(lns, ln)
+		addrs = append(addrs, ln.Addr().String())
+	}
+	var servers []*kvs.Server
+	for i, ln := range lns {
+		srv, err := kvs.New(kvs.Config{Self: addrs[i], Peers: addrs, Replicas: 3, Shards: 3, DataDir: t.TempDir(),
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		require.NoError(t, err)
+		go func() { _ = srv.Serve(ln) }()
+		t.Cleanup(func() { _ = srv.Close() })
+		servers = append(servers, srv)
+	}
+	return addrs, servers
+}
+
+// load writes and reads keys of every shard until stop is closed.
+func load(t *testing.T, addrs []string, stop <-chan struct{}) {
+	cl, err := client.New(client.Config{Servers: addrs, Shards: 3, Replicas: 3})
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer cl.Close()
+	ops := make([]wire.Op, 256)
+	for b := 0; ; b++ {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		for i := range ops {
+			code := wire.OpGet
+			if i%4 == 0 {
+				code = wire.OpPut
+			}
+			ops[i] = wire.Op{Code: code, Key: fmt.Sprintf("k%d", (b*len(ops)+i)%5000), Value: "v"}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, _ = cl.Do(ctx, ops)
+		cancel()
+	}
+}
+
+// nodeOps returns the OPS/S column of each node row of a top table.
+func nodeOps(out string) map[string]float64 {
+	rates := map[string]float64{}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || !strings.HasPrefix(f[0], "127.0.0.1:") || f[1] == "unreachable:" {
+			continue
+		}
+		if v, err := strconv.ParseFloat(f[1], 64); err == nil {
+			rates[f[0]] = v
+		}
+	}
+	return rates
+}
+
+// TestTopOnceShowsEveryNodeUnderLoad: kvsctl top -once against a loaded
+// RF=3 cluster prints a row per server, each with ops/s above zero, and
+// a row per shard naming its leader and each replica's lag.
+func TestTopOnceShowsEveryNodeUnderLoad(t *testing.T) {
+	addrs, _ := startRF3(t)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() { defer wg.Done(); load(t, addrs, stop) }()
+	}
+	defer func() { close(stop); wg.Wait() }()
+	var out bytes.Buffer
+	require.Eventually(t, func() bool {
+		out.Reset()
+		if err := run([]string{"-hosts", addrs[0], "top", "-once", "-interval", "500ms"}, &out); err != nil {
+			return false
+		}
+		rates := nodeOps(out.String())
+		for _, a := range addrs {
+			if rates[a] <= 0 {
+				return false
+			}
+		}
+		return true
+	}, 30*time.Second, 100*time.Millisecond, "every node serves ops")
+	text := out.String()
+	require.Contains(t, text, "CPU%")
+	require.Regexp(t, `(?m)^total\s+\d+`, text)
+	for sh := range 3 {
+		require.Regexp(t, fmt.Sprintf(`(?m)^%d\s+127\.0\.0\.1:\d+\s+\d+\s+\d+\s+127`, sh), text, "shard %d has a leader and lags", sh)
+	}
+	for _, a := range addrs {
+		require.Contains(t, text, a+"=", "lag of replica %s", a)
+	}
+}
+
+// TestTopShowsAnUnreachableServer: a server that does not answer gets a
+// row saying so, and the others are still shown.
+func TestTopShowsAnUnreachableServer(t *testing.T) {
+	addrs, servers := startRF3(t)
+	require.NoError(t, servers[2].Close())
+	var out bytes.Buffer
+	require.NoError(t, run([]string{"-hosts", addrs[0], "top", "-once", "-interval", "200ms"}, &out))
+	require.Regexp(t, `(?m)^`+addrs[2]+`\s+unreachable`, out.String())
+	rates := nodeOps(out.String())
+	require.Contains(t, rates, addrs[0])
+	require.Contains(t, rates, addrs[1])
+}
+
+// TestTopRatesSkipARestart: counters that started anew between two samples
+// give no rate, rather than a negative or huge one.
+func TestTopRatesSkipARestart(t *testing.T) {
+	t0 := time.Now()
+	a := nodeSample{st: wire.StatusReply{Node: &wire.NodeStats{At: t0, Started: t0.Add(-time.Hour), Gets: 1000}}}
+	b := nodeSample{st: wire.StatusReply{Node: &wire.NodeStats{At: t0.Add(time.Second), Started: t0.Add(-time.Hour), Gets: 3000}}}
+	r, ok := rates(a, b)
+	require.True(t, ok)
+	require.InDelta(t, 2000, r.gets, 1e-6)
+	b.st.Node.Started = t0.Add(time.Second / 2)
+	b.st.Node.Gets = 10
+	_, ok = rates(a, b)
+	require.False(t, ok)
+}
