@@ -8,14 +8,16 @@
 //
 //	set, err := replica.Open(replica.Config{Layout: l, Self: addr, DataDir: dir})
 //	g := set.Group(shard) // nil: not hosted here
-//	// reads: after ReadBarrier, from g.Store()
-//	// writes: g.Write(wire.AppendBatchArgs(nil, &writes), timeout)
+//	// a batch that writes: g.Write(wire.AppendBatchArgs(nil, &batch), timeout),
+//	// then its other reads from g.Store()
+//	// a batch that only reads: after ReadBarrier, from g.Store()
 //	set.Close()
 //
 // A write is acknowledged once its entry is committed (on stable storage
-// of a majority) and applied. A read is served only after a barrier entry
-// appended after it began has been committed and applied by this replica
-// as leader, so no read is stale.
+// of a majority) and applied. A read is served only after an entry
+// appended after it began (its batch's write entry, or a barrier) has
+// been committed and applied by this replica as leader, so no read is
+// stale.
 //
 // Failover is Raft's, sped up by two watchers whose decisions live in
 // package failover: a follower whose leader's port refuses connections

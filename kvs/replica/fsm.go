@@ -3,6 +3,7 @@ package replica
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -42,9 +43,11 @@ type session struct {
 }
 
 // applyResult is what Apply returns for a command: whether it was a
-// duplicate of a batch already applied.
+// duplicate of a batch already applied, and the results of the entry's
+// ops when it carries gets (see Group.Write).
 type applyResult struct {
 	duplicate bool
+	results   []wire.Result
 	err       error
 }
 
@@ -82,8 +85,7 @@ func (f *shardFSM) Apply(l *raft.Log) any {
 		}
 		f.sessions[args.Session] = session{seq: args.Seq, last: now}
 	}
-	applyWrites(f.current(), args.Ops)
-	return applyResult{}
+	return applyResult{results: applyEntry(f.current(), args.Ops)}
 }
 
 func (f *shardFSM) expireSessions(now int64) {
@@ -95,9 +97,21 @@ func (f *shardFSM) expireSessions(now int64) {
 	}
 }
 
-// applyWrites applies puts and deletes that passed Op.Check, in order.
-func applyWrites(st store.Store, ops []wire.Op) {
-	store.Apply(st, ops, make([]wire.Result, len(ops)), &store.Values{})
+// applyEntry applies an entry's ops, which passed Op.Check, in order: its
+// writes, and the gets that ride on it, which read the store as the entry
+// finds it. It returns the results when the entry carries gets, and nil
+// when it carries only writes (whose results are always OK).
+func applyEntry(st store.Store, ops []wire.Op) []wire.Result {
+	results := make([]wire.Result, len(ops))
+	// The gets are few (one per key the entry writes, at most), and the
+	// entry's size bounds their values.
+	store.Apply(st, ops, results, &store.Values{Limit: math.MaxInt})
+	for i := range ops {
+		if ops[i].Code == wire.OpGet {
+			return results
+		}
+	}
+	return nil
 }
 
 // current returns the shard's current store.

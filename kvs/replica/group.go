@@ -277,22 +277,39 @@ func (g *Group) ReadBarrier() error {
 	return nil
 }
 
-// Write replicates one encoded batch (wire.AppendBatchArgs of its writes,
+// Written is what became of a batch that Write replicated.
+type Written struct {
+	// Duplicate says the entry repeated a batch of its session that was
+	// applied before (a client's retry), and was not applied again.
+	Duplicate bool
+	// Results are the results of the entry's ops, in order, when it
+	// carries gets and was not a duplicate: a get in an entry reads the
+	// store as the entry's earlier ops left it, at the entry's place in
+	// the log. Nil otherwise.
+	Results []wire.Result
+}
+
+// Write replicates one encoded batch (wire.AppendBatchArgs of its ops,
 // session and sequence number) and waits until it is committed and
 // applied. It returns ErrNotLeader when the entry was certainly not
 // appended, and another error when its fate is unknown.
-func (g *Group) Write(entry []byte, timeout time.Duration) error {
+//
+// Once Write returns nil, the entry was committed by this replica as
+// leader, and applied here with everything before it: like ReadBarrier,
+// it proves that a read begun before the call may now be served from
+// this replica's store.
+func (g *Group) Write(entry []byte, timeout time.Duration) (Written, error) {
 	f := g.raft.Apply(entry, timeout)
 	if err := g.await(f); err != nil {
 		switch {
 		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrEnqueueTimeout),
 			errors.Is(err, raft.ErrLeadershipTransferInProgress):
-			return ErrNotLeader
+			return Written{}, ErrNotLeader
 		}
-		return err
+		return Written{}, err
 	}
 	res, _ := f.Response().(applyResult)
-	return res.err
+	return Written{Duplicate: res.duplicate, Results: res.results}, res.err
 }
 
 // await waits for a Raft future, or until the replica closes: raft never
