@@ -4,7 +4,7 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-TMCC=/usr/local/etc/emulab/tmcc
+TMCC="${BATCHKV_TMCC:-/usr/local/etc/emulab/tmcc}"
 
 usage() {
     cat <<USAGE
@@ -54,6 +54,10 @@ Logs go to logs/<timestamp>/ (server-<node>.log, client-<node>.log,
 report.txt, and util.csv / util.png: every node's per-second ops/s, CPU %,
 RSS and network rates, as a table and a plot); logs/latest points at the
 newest run.
+
+Testing (cloudlab-sim.sh only; leave unset otherwise):
+  BATCHKV_TMCC=PATH        use PATH instead of /usr/local/etc/emulab/tmcc
+  BATCHKV_SSH_CONFIG=FILE  give every ssh -F FILE (keys, known_hosts)
 
 Examples:
   $0                                   # 1 server + 1 client on this machine, YCSB-B, 30 s
@@ -123,6 +127,7 @@ if [[ $MODE == local ]] && (( SERVER_COUNT > 250 )); then
 fi
 
 SSH_OPTS=(-o StrictHostKeyChecking=no -o BatchMode=yes)
+if [[ -n ${BATCHKV_SSH_CONFIG:-} ]]; then SSH_OPTS+=(-F "$BATCHKV_SSH_CONFIG"); fi
 RUN_ID="$(date +%Y%m%d-%H%M%S)"
 LOG_DIR="$ROOT/logs/$RUN_ID"
 mkdir -p "$LOG_DIR"
@@ -162,7 +167,8 @@ trap cleanup EXIT
 trap 'echo "interrupted"; exit 130' INT TERM
 
 # start NAME HOST ROLE ARGS...: run bin/ROLE with ARGS on HOST (locally in
-# local mode), logging to LOG_DIR/ROLE-NAME.log; sets STARTED_PID.
+# local mode), logging to LOG_DIR/ROLE-NAME.log; sets STARTED_PID (and, over
+# SSH, STARTED_PIDFILE: "host:pidfile" of the remote process).
 start() {
     local name=$1 host=$2 role=$3
     shift 3
@@ -176,6 +182,7 @@ start() {
         # shellcheck disable=SC2029 # the command is built here, quoted with %q
         ssh "${SSH_OPTS[@]}" "$host" "cd $(printf %q "$ROOT") && echo \$\$ > $pidfile && exec ./bin/$role$quoted" > "$log" 2>&1 &
         REMOTE_PIDFILES+=("$host:$pidfile")
+        STARTED_PIDFILE="$host:$pidfile"
     fi
     STARTED_PID=$!
     LOCAL_PIDS+=("$STARTED_PID")
@@ -222,6 +229,7 @@ if [[ " $SERVER_ARGS " =~ [[:space:]]--?rf[=[:space:]]+([0-9]+) ]] && (( BASH_RE
     echo "data:         $LOG_DIR/data/<server>"
 fi
 SERVER_PIDS=()
+SERVER_PIDFILES=()
 for ((i = 0; i < SERVER_COUNT; i++)); do
     addr=${SERVER_ADDRS[$i]}
     data_args=()
@@ -230,6 +238,7 @@ for ((i = 0; i < SERVER_COUNT; i++)); do
     start "${SERVER_NAMES[$i]}" "${addr%:*}" kvsserver -host "${addr%:*}" -port "${addr##*:}" -peers "$PEERS" -self "$addr" \
         "${data_args[@]+"${data_args[@]}"}" ${SERVER_TLS[$i]} $SERVER_ARGS
     SERVER_PIDS+=("$STARTED_PID")
+    if [[ $MODE == ssh ]]; then SERVER_PIDFILES+=("$STARTED_PIDFILE"); fi
 done
 
 # Wait until every server accepts connections.
@@ -282,8 +291,17 @@ for ((j = 0; j < CLIENT_COUNT; j++)); do
 done
 grep -h -E '^(throughput|batch latency|client cpu_s|sync )' "$LOG_DIR"/client-*.log || true
 
-# Stop the servers, then report.
-for pid in "${SERVER_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+# Stop the servers, then report. Over SSH the server itself gets the signal
+# (a remote command gets none when its ssh is killed: it would run on, and
+# its log would end before its shutdown); its ssh ends when it does.
+if [[ $MODE == ssh ]]; then
+    for entry in "${SERVER_PIDFILES[@]}"; do
+        # shellcheck disable=SC2029 # the pidfile path expands here on purpose
+        ssh "${SSH_OPTS[@]}" "${entry%%:*}" "kill \$(cat '${entry#*:}')" 2>/dev/null || true
+    done
+else
+    for pid in "${SERVER_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+fi
 for pid in "${SERVER_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
 reports=()
 for name in "${SERVER_NAMES[@]}"; do reports+=("$LOG_DIR/server-$name.log"); done
