@@ -48,6 +48,9 @@ Options:
   --local            run on this machine even if CloudLab's tmcc exists
   --port N           first server port (default 8080)
   --no-build         use the binaries already in bin/
+  --top              while the load runs, show 'kvsctl top' (every server's
+                     ops/s, CPU, memory, network, connections, errors, and
+                     each shard's leader and lag) instead of one line a second
   -h, --help         this help
 
 Logs go to logs/<timestamp>/ (server-<node>.log, client-<node>.log,
@@ -70,6 +73,7 @@ HOSTS_FILE=""
 FORCE_LOCAL=0
 BASE_PORT=8080
 BUILD=1
+TOP=0
 TLS=auto
 while [[ $# -gt 0 && $1 == -* ]]; do
     case "$1" in
@@ -80,6 +84,7 @@ while [[ $# -gt 0 && $1 == -* ]]; do
         --local) FORCE_LOCAL=1; shift ;;
         --port) BASE_PORT="${2:?--port needs a number}"; shift 2 ;;
         --no-build) BUILD=0; shift ;;
+        --top) TOP=1; shift ;;
         *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -256,12 +261,18 @@ for ((i = 0; i < SERVER_COUNT; i++)); do
 done
 echo "servers up: $PEERS"
 
-# Clients.
+# Clients. A client that checks its run (-check) writes the visualization
+# of a violation into the run's directory.
 CLIENT_PIDS=()
 for ((j = 0; j < CLIENT_COUNT; j++)); do
     if [[ $MODE == local ]]; then name="client$j"; host=localhost; else name=${NODES[$((SERVER_COUNT + j))]}; host=$name; fi
+    check_args=()
+    if [[ " $CLIENT_ARGS " =~ [[:space:]]--?check[[:space:]=] && " $CLIENT_ARGS " != *"-check-html"* ]]; then
+        check_args=(-check-html "$LOG_DIR/check-$name.html")
+    fi
     # shellcheck disable=SC2086 # client_args is a list of flags
-    start "$name" "$host" kvsclient -hosts "$PEERS" "${CLIENT_TLS[@]+"${CLIENT_TLS[@]}"}" $CLIENT_ARGS
+    start "$name" "$host" kvsclient -hosts "$PEERS" "${CLIENT_TLS[@]+"${CLIENT_TLS[@]}"}" \
+        "${check_args[@]+"${check_args[@]}"}" $CLIENT_ARGS
     CLIENT_PIDS+=("$STARTED_PID")
 done
 
@@ -273,6 +284,13 @@ while :; do
         if kill -0 "$pid" 2>/dev/null; then running=$((running + 1)); fi
     done
     if (( running == 0 )); then break; fi
+    if (( TOP )); then
+        # One table of rates over the next second (it takes that second).
+        table=$("$ROOT/bin/kvsctl" -hosts "$PEERS" "${CLIENT_TLS[@]+"${CLIENT_TLS[@]}"}" top -once 2>&1 || true)
+        if [[ -t 1 ]]; then printf '\033[H\033[2J'; fi
+        printf '[%4ds] clients running %d\n%s\n\n' "$SECONDS" "$running" "$table"
+        continue
+    fi
     line=""
     for name in "${SERVER_NAMES[@]}"; do
         rate=$( (grep '^ops/s' "$LOG_DIR/server-$name.log" 2>/dev/null || true) | tail -n 1 | awk '{printf "%.0f", $2}')
@@ -289,7 +307,7 @@ for ((j = 0; j < CLIENT_COUNT; j++)); do
         tail -n 5 "$LOG_DIR"/client-*.log >&2 || true
     fi
 done
-grep -h -E '^(throughput|batch latency|client cpu_s|sync )' "$LOG_DIR"/client-*.log || true
+grep -h -E '^(throughput|batch latency|client cpu_s|sync |linearizab|NOT linearizable)' "$LOG_DIR"/client-*.log || true
 
 # Stop the servers, then report. Over SSH the server itself gets the signal
 # (a remote command gets none when its ssh is killed: it would run on, and

@@ -160,7 +160,7 @@ func (s *Server) nodeStats() *wire.NodeStats {
 	st := &s.stats
 	var errs uint64
 	for i := range st.Results {
-		if !wire.Status(i).Applied() {
+		if s := wire.Status(i); !s.Applied() && s != wire.StatusNotLeader {
 			errs += st.Results[i].Load()
 		}
 	}
@@ -168,6 +168,7 @@ func (s *Server) nodeStats() *wire.NodeStats {
 	return &wire.NodeStats{
 		At: p.At, Started: s.started,
 		Gets: st.Gets.Load(), Writes: st.Puts.Load() + st.Deletes.Load(), Errors: errs,
+		Redirects: st.Results[wire.StatusNotLeader].Load(),
 		BadConn: st.BadConns.Load(), BytesIn: st.BytesIn.Load(), BytesOut: st.BytesOut.Load(),
 		CPU: p.CPU, RSS: p.RSS, Conns: s.Conns(),
 	}

@@ -50,17 +50,20 @@ type StatusReply struct {
 // NodeStats is a server's cumulative counters and its process's resource
 // use at one instant.
 type NodeStats struct {
-	At       time.Time     // when the server read them
-	Started  time.Time     // when the server started
-	Gets     uint64        // get ops answered
-	Writes   uint64        // put and delete ops applied
-	Errors   uint64        // ops answered with a status other than OK or not found
-	BadConn  uint64        // connections refused or closed for bad input or a cap
-	BytesIn  uint64        // bytes read from every connection (clients and Raft)
-	BytesOut uint64        // bytes written to every connection
-	CPU      time.Duration // user + system CPU time of the process so far
-	RSS      int64         // resident memory now, in bytes
-	Conns    int           // connections open now
+	At      time.Time // when the server read them
+	Started time.Time // when the server started
+	Gets    uint64    // get ops answered
+	Writes  uint64    // put and delete ops applied
+	Errors  uint64    // ops answered with a status other than OK, not found or not leader
+	// Redirects counts ops answered "not leader": sent to a replica that
+	// does not lead their shard, which the client then sends on.
+	Redirects uint64
+	BadConn   uint64        // connections refused or closed for bad input or a cap
+	BytesIn   uint64        // bytes read from every connection (clients and Raft)
+	BytesOut  uint64        // bytes written to every connection
+	CPU       time.Duration // user + system CPU time of the process so far
+	RSS       int64         // resident memory now, in bytes
+	Conns     int           // connections open now
 }
 
 // ShardStatus is one replica's view of its shard.

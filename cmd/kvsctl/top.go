@@ -89,9 +89,9 @@ func sampleCluster(admin client.Admin, servers []string, timeout time.Duration) 
 
 // nodeRates is one server's rates between two samples.
 type nodeRates struct {
-	gets, writes, errs, cpuPct, rxMiB, txMiB float64
-	rssMiB                                   float64
-	conns                                    int
+	gets, writes, errs, redirs, cpuPct, rxMiB, txMiB float64
+	rssMiB                                           float64
+	conns                                            int
 }
 
 // rates returns what the server did between a and b, or false if the
@@ -109,6 +109,7 @@ func rates(a, b nodeSample) (nodeRates, bool) {
 	const mib = 1 << 20
 	return nodeRates{
 		gets: per(x.Gets, y.Gets), writes: per(x.Writes, y.Writes), errs: per(x.Errors+x.BadConn, y.Errors+y.BadConn),
+		redirs: per(x.Redirects, y.Redirects),
 		cpuPct: 100 * float64(y.CPU-x.CPU) / float64(y.At.Sub(x.At)),
 		rxMiB:  per(x.BytesIn, y.BytesIn) / mib, txMiB: per(x.BytesOut, y.BytesOut) / mib,
 		rssMiB: float64(y.RSS) / mib, conns: y.Conns,
@@ -117,8 +118,8 @@ func rates(a, b nodeSample) (nodeRates, bool) {
 
 // The node table's columns, after the node's name.
 var (
-	topHeadings = []string{"OPS/S", "GET/S", "PUT/S", "CPU%", "RSS_MIB", "RX_MIB/S", "TX_MIB/S", "CONNS", "ERR/S"}
-	topWidths   = []int{10, 10, 9, 6, 8, 9, 9, 6, 6}
+	topHeadings = []string{"OPS/S", "GET/S", "PUT/S", "CPU%", "RSS_MIB", "RX_MIB/S", "TX_MIB/S", "CONNS", "REDIR/S", "ERR/S"}
+	topWidths   = []int{10, 10, 9, 6, 8, 9, 9, 6, 8, 6}
 )
 
 // cells formats r in the node table's columns.
@@ -126,7 +127,7 @@ func (r nodeRates) cells() []string {
 	return []string{
 		fmt.Sprintf("%.0f", r.gets+r.writes), fmt.Sprintf("%.0f", r.gets), fmt.Sprintf("%.0f", r.writes),
 		fmt.Sprintf("%.1f", r.cpuPct), fmt.Sprintf("%.1f", r.rssMiB), fmt.Sprintf("%.2f", r.rxMiB),
-		fmt.Sprintf("%.2f", r.txMiB), strconv.Itoa(r.conns), fmt.Sprintf("%.0f", r.errs),
+		fmt.Sprintf("%.2f", r.txMiB), strconv.Itoa(r.conns), fmt.Sprintf("%.0f", r.redirs), fmt.Sprintf("%.0f", r.errs),
 	}
 }
 
@@ -162,6 +163,7 @@ func writeTop(w io.Writer, prev, cur []nodeSample, shards bool) error {
 		total.gets += r.gets
 		total.writes += r.writes
 		total.errs += r.errs
+		total.redirs += r.redirs
 		total.cpuPct += r.cpuPct
 		total.rssMiB += r.rssMiB
 		total.rxMiB += r.rxMiB
