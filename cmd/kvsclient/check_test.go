@@ -70,10 +70,10 @@ func TestCheckCatchesAPlantedStaleRead(t *testing.T) {
 	require.Positive(t, info.Size())
 }
 
-// TestCheckFlagsAreValidated: a check that would leave no goroutine for
-// the load is refused before anything runs.
+// TestCheckFlagsAreValidated: a check with no goroutine or no key is
+// refused before anything runs.
 func TestCheckFlagsAreValidated(t *testing.T) {
-	_, err := parse([]string{"-check", "-numClients", "4", "-check-clients", "4"})
+	_, err := parse([]string{"-check", "-check-clients", "0"})
 	require.ErrorContains(t, err, "-check-clients")
 	_, err = parse([]string{"-check", "-check-keys", "0"})
 	require.ErrorContains(t, err, "-check-keys")
