@@ -169,7 +169,7 @@ func (s *Server) nodeStats() *wire.NodeStats {
 		At: p.At, Started: s.started,
 		Gets: st.Gets.Load(), Writes: st.Puts.Load() + st.Deletes.Load(), Errors: errs,
 		Redirects: st.Results[wire.StatusNotLeader].Load(),
-		BadConn: st.BadConns.Load(), BytesIn: st.BytesIn.Load(), BytesOut: st.BytesOut.Load(),
+		BadConn:   st.BadConns.Load(), BytesIn: st.BytesIn.Load(), BytesOut: st.BytesOut.Load(),
 		CPU: p.CPU, RSS: p.RSS, Conns: s.Conns(),
 	}
 }
