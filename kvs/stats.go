@@ -166,10 +166,17 @@ func (s *Server) nodeStats() *wire.NodeStats {
 	}
 	p := procstat.Read()
 	return &wire.NodeStats{
-		At: p.At, Started: s.started,
-		Gets: st.Gets.Load(), Writes: st.Puts.Load() + st.Deletes.Load(), Errors: errs,
+		At:        p.At,
+		Started:   s.started,
+		Gets:      st.Gets.Load(),
+		Writes:    st.Puts.Load() + st.Deletes.Load(),
+		Errors:    errs,
 		Redirects: st.Results[wire.StatusNotLeader].Load(),
-		BadConn:   st.BadConns.Load(), BytesIn: st.BytesIn.Load(), BytesOut: st.BytesOut.Load(),
-		CPU: p.CPU, RSS: p.RSS, Conns: s.Conns(),
+		BadConn:   st.BadConns.Load(),
+		BytesIn:   st.BytesIn.Load(),
+		BytesOut:  st.BytesOut.Load(),
+		CPU:       p.CPU,
+		RSS:       p.RSS,
+		Conns:     s.Conns(),
 	}
 }
