@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batchkv/batchkv/auth"
 	"github.com/batchkv/batchkv/client"
 	"github.com/batchkv/batchkv/kvs"
 	"github.com/batchkv/batchkv/wire"
@@ -135,6 +137,27 @@ func TestTopShowsAnUnreachableServer(t *testing.T) {
 	rates := nodeOps(out.String())
 	require.Contains(t, rates, addrs[0])
 	require.Contains(t, rates, addrs[1])
+}
+
+// TestTopOverTLS: against a TLS cluster, top dials with the -tls-* flags
+// and shows the server; without them it cannot.
+func TestTopOverTLS(t *testing.T) {
+	dir := t.TempDir()
+	node, _, err := auth.MakeLocal(dir, []string{"127.0.0.1"})
+	require.NoError(t, err)
+	srv, err := kvs.New(kvs.Config{Identity: node, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	addr := ln.Addr().String()
+	var out bytes.Buffer
+	require.NoError(t, run([]string{"-hosts", addr, "-tls-ca", filepath.Join(dir, auth.CACertFile),
+		"-tls-cert", filepath.Join(dir, "client.crt"), "-tls-key", filepath.Join(dir, "client.key"),
+		"top", "-once", "-interval", "200ms"}, &out))
+	require.Contains(t, nodeOps(out.String()), addr, out.String())
+	require.Error(t, run([]string{"-hosts", addr, "-timeout", "1s", "top", "-once"}, io.Discard), "plaintext to a TLS server")
 }
 
 // TestTopRatesSkipARestart: counters that started anew between two samples
