@@ -98,9 +98,13 @@ func newReplicatedBackend(cfg *Config, apply *applier, stats *Stats) (backend, w
 	}
 	layout := wire.Layout{Servers: l.Servers(), VirtualNodes: cfg.VirtualNodes, Replicas: l.RF(), Shards: l.Shards()}
 	admin := client.Admin{TLS: peerTLS(cfg)}
-	set, err := replica.Open(replica.Config{Layout: l, Self: cfg.Self, DataDir: cfg.DataDir, NoSync: cfg.NoSync,
+	rc := replica.Config{Layout: l, Self: cfg.Self, DataDir: cfg.DataDir, NoSync: cfg.NoSync,
 		Timing: cfg.Raft, SessionTTL: cfg.SessionTTL, NewStore: storeMaker(cfg.Store), Dial: raftDialer(cfg, stats),
-		PeerStatus: admin.Status, Logger: cfg.Logger})
+		PeerStatus: admin.Status, LeaseReads: cfg.ReadMode == ReadLease, Logger: cfg.Logger}
+	if cfg.plantLease > 0 {
+		rc.Timing.LeaseRead, rc.LeaseUnchecked = cfg.plantLease, true
+	}
+	set, err := replica.Open(rc)
 	if err != nil {
 		return nil, layout, err
 	}

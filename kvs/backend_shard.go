@@ -113,9 +113,10 @@ func (b *replicatedBackend) serveShard(g *replica.Group, args *wire.BatchArgs, r
 		if len(p.reads) == 0 {
 			return
 		}
+		// Within a leader's lease (lease reads on) no barrier is needed.
 		// The bug planted by SetStaleReadsForTest: read-only batches skip
 		// the barrier.
-		if !b.staleReads.Load() {
+		if !g.ReadLease() && !b.staleReads.Load() {
 			if err := g.ReadBarrier(); err != nil {
 				b.answerAll(p, results, wire.StatusNotLeader)
 				reply.Leader = g.LeaderHint()

@@ -1,5 +1,7 @@
 package kvs
 
+import "time"
+
 // SetStaleReadsForTest plants a bug for the linearizability checker to
 // catch: every replica serves gets from its own memory, leader or not,
 // with no read barrier.
@@ -10,3 +12,9 @@ func SetStaleReadsForTest(s *Server, on bool) {
 // ReplyBytesHeld returns the bytes of reply values the server holds
 // charged, waiting to be written.
 func ReplyBytesHeld(s *Server) int64 { return s.replies.held.Load() }
+
+// PlantLeaseForTest plants a bug for the linearizability checker to
+// catch: lease reads with a lease of d, not checked for safety.
+func PlantLeaseForTest(cfg *Config, d time.Duration) {
+	cfg.ReadMode, cfg.plantLease = ReadLease, d
+}

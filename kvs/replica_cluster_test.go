@@ -37,6 +37,10 @@ type replCluster struct {
 	servers []*kvs.Server // nil while stopped
 	stale   bool          // plant the stale-read bug in every server
 	timing  replica.Timing
+	// readMode is every server's Config.ReadMode; plantLease, when set,
+	// plants a lease of that length, unchecked (kvs.PlantLeaseForTest).
+	readMode   string
+	plantLease time.Duration
 	logger  *slog.Logger
 	// With withTLS: every server's identity, and the clients'.
 	nodeID, clientID *auth.Identity
@@ -101,7 +105,11 @@ func newReplCluster(t *testing.T, n, rf, shards int, opts ...func(*replCluster))
 func (c *replCluster) start(i int) {
 	c.t.Helper()
 	cfg := kvs.Config{Self: c.addrs[i], Peers: c.addrs, Replicas: c.rf, Shards: c.shards, DataDir: c.dirs[i],
-		Logger: c.logger.With("server", i), DialRaft: c.links.Dialer(i, c.addrs), Raft: c.timing, Identity: c.nodeID}
+		Logger: c.logger.With("server", i), DialRaft: c.links.Dialer(i, c.addrs), Raft: c.timing, Identity: c.nodeID,
+		ReadMode: c.readMode}
+	if c.plantLease > 0 {
+		kvs.PlantLeaseForTest(&cfg, c.plantLease)
+	}
 	srv, err := kvs.New(cfg)
 	require.NoError(c.t, err)
 	var ln net.Listener

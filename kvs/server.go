@@ -94,6 +94,14 @@ type Config struct {
 	// Raft sets the Raft timeouts and failover delays; zero means
 	// replica.DefaultTiming().
 	Raft replica.Timing
+	// ReadMode is how a replicated server serves a batch of reads: ""
+	// or ReadBarrier commits a barrier entry first, which needs no clock
+	// assumption; ReadLease serves it from a leader's store within the
+	// leader's lease, with no log entry (see replica.Config.LeaseReads).
+	ReadMode string
+	// plantLease, set only by tests (export_test.go), plants a bug for the
+	// checkers: a read lease this long, not checked for safety.
+	plantLease time.Duration
 	// SessionTTL is how long a shard remembers a client session after its
 	// last batch, to suppress retried duplicates. Default 10 minutes.
 	SessionTTL time.Duration
@@ -113,6 +121,12 @@ type Config struct {
 	// take DefaultLimits'.
 	Limits Limits
 }
+
+// The read modes of a replicated server (Config.ReadMode).
+const (
+	ReadBarrier = "barrier"
+	ReadLease   = "lease"
+)
 
 // Replicated reports whether cfg makes a replicated server.
 func (c *Config) Replicated() bool { return c.Replicas > 1 || c.DataDir != "" }
@@ -153,6 +167,13 @@ func (c *Config) validate() error {
 		if c.Raft == (replica.Timing{}) {
 			c.Raft = replica.DefaultTiming()
 		}
+		switch c.ReadMode {
+		case "", ReadBarrier, ReadLease:
+		default:
+			return fmt.Errorf("kvs: read mode %q: want %q or %q", c.ReadMode, ReadBarrier, ReadLease)
+		}
+	} else if c.ReadMode == ReadLease {
+		return errors.New("kvs: read mode lease needs a replicated server (-rf above 1, or a data dir)")
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batchkv/batchkv/client"
+	"github.com/batchkv/batchkv/kvs"
 	"github.com/batchkv/batchkv/kvs/store"
 	"github.com/batchkv/batchkv/wire"
 )
@@ -276,4 +277,14 @@ func TestRepliesStayWithinAFrame(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReadModeIsChecked: an unknown read mode, or lease reads on a server
+// that does not replicate, is refused when the server is made.
+func TestReadModeIsChecked(t *testing.T) {
+	_, err := kvs.New(kvs.Config{ReadMode: "lease"})
+	require.ErrorContains(t, err, "needs a replicated server")
+	_, err = kvs.New(kvs.Config{Self: "127.0.0.1:1", Replicas: 3, Peers: []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"},
+		DataDir: t.TempDir(), ReadMode: "sometimes"})
+	require.ErrorContains(t, err, `read mode "sometimes"`)
 }

@@ -70,6 +70,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.Uint64Var(&timing.SnapshotThreshold, "raft-snapshot-entries", timing.SnapshotThreshold, "log entries between snapshots of a shard")
 	fs.DurationVar(&timing.SnapshotInterval, "raft-snapshot-interval", timing.SnapshotInterval, "how often a shard checks whether to snapshot")
 	fs.Uint64Var(&timing.TrailingLogs, "raft-trailing-logs", timing.TrailingLogs, "log entries a shard keeps after a snapshot; a follower further behind is sent the snapshot")
+	readMode := fs.String("read-mode", kvs.ReadBarrier, "with -rf > 1: how reads are served: barrier (a log entry per batch of reads; no clock assumption) or lease (a leader serves them for -read-lease after an entry commits, with no log entry; assumes the servers' clocks run at rates within 50% of each other, and replaces a crashed leader after about 700 ms instead of 200 ms)")
+	fs.DurationVar(&timing.LeaseRead, "read-lease", timing.LeaseRead, "with -read-mode lease: how long a leader serves reads after an entry of its term commits")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -89,7 +91,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("-store %q: want one of %v", *storeName, store.Kinds)
 	}
 	cfg := kvs.Config{VirtualNodes: *vnodes, FrameTimeout: *frameTimeout, Logger: log, Store: st,
-		Replicas: *rf, Shards: *shards, DataDir: *dataDir, NoSync: *noSync, Raft: timing, Identity: id, Limits: lim}
+		Replicas: *rf, Shards: *shards, DataDir: *dataDir, NoSync: *noSync, Raft: timing, ReadMode: *readMode, Identity: id, Limits: lim}
 	if *raftVia != "" {
 		via, err := parseVia(*raftVia)
 		if err != nil {
@@ -123,7 +125,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			cfg.DataDir = filepath.Join("kvsdata", strings.NewReplacer(":", "_", "/", "_").Replace(cfg.Self))
 		}
 		log.Info("replicated", "rf", cfg.Replicas, "shards", cfg.Shards, "data_dir", cfg.DataDir,
-			"heartbeat", timing.HeartbeatTimeout, "election", timing.ElectionTimeout, "lease", timing.LeaderLeaseTimeout)
+			"heartbeat", timing.HeartbeatTimeout, "election", timing.ElectionTimeout, "lease", timing.LeaderLeaseTimeout, "read_mode", *readMode)
 		if cfg.NoSync {
 			log.Warn("WARNING: -unsafe-nosync: the Raft log is not fsynced; acknowledged writes can be lost if a majority of a shard's machines crash")
 		}

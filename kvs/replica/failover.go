@@ -80,6 +80,12 @@ func (g *Group) watchLeaderDeath() {
 		if !elect {
 			continue
 		}
+		if g.lease.on {
+			// A refused port does not prove the leader dead, and its lease
+			// may hold: the silence check replaces it (lease.go).
+			g.log.Info("leader's port refuses connections; with lease reads, waiting for the silence check", "leader", v.Leader)
+			continue
+		}
 		wait := failover.CrashWait(turn, time.Since(since), g.heartbeat)
 		if !g.electInTurn(wait, since, term, v.Leader, "leader's port refuses connections: calling an election now") {
 			return

@@ -35,6 +35,10 @@ type Timing struct {
 	TrailingLogs      uint64
 	// SnapshotInterval is how often a shard checks SnapshotThreshold.
 	SnapshotInterval time.Duration
+	// LeaseRead is how long after an entry of its term commits a leader
+	// serves reads without a log entry, when lease reads are on (see
+	// lease.go). Default 400 ms.
+	LeaseRead time.Duration
 	// Failover holds the delays of fast failover; zero fields take
 	// failover.DefaultTiming's.
 	Failover failover.Timing
@@ -54,6 +58,7 @@ func DefaultTiming() Timing {
 		SnapshotThreshold:  8192,
 		TrailingLogs:       1024,
 		SnapshotInterval:   10 * time.Second,
+		LeaseRead:          400 * time.Millisecond,
 		Failover:           failover.DefaultTiming(),
 	}
 }
@@ -109,6 +114,8 @@ type Group struct {
 	// readyTerm is the term in which this replica, as leader, has applied
 	// every entry committed before it: reads are served only in that term.
 	readyTerm atomic.Uint64
+	// lease lets a leader serve reads without a log entry (lease.go).
+	lease lease
 
 	notify   chan bool
 	observed chan raft.Observation
@@ -129,6 +136,7 @@ type groupConfig struct {
 	peerStat  StatusFunc
 	newStore  func() store.Store
 	sessionTT time.Duration
+	leases    bool
 	log       *slog.Logger
 }
 
@@ -141,6 +149,7 @@ func openGroup(gc groupConfig) (g *Group, err error) {
 		observed: make(chan raft.Observation, 64), stop: make(chan struct{}), dial: gc.dial,
 		heartbeat: gc.timing.HeartbeatTimeout, timing: gc.timing.Failover.WithDefaults(), peerStat: gc.peerStat,
 		suspect: make(chan struct{}, 1)}
+	g.lease.on, g.lease.dur, g.lease.base = gc.leases, gc.timing.LeaseRead, time.Now()
 	g.fsm = newShardFSM(gc.newStore, gc.sessionTT)
 	g.logs, err = raftboltdb.New(raftboltdb.Options{Path: filepath.Join(gc.dir, "raft.db"), NoSync: gc.noSync})
 	if err != nil {
@@ -271,9 +280,11 @@ func (g *Group) ReadBarrier() error {
 	if g.raft.State() != raft.Leader || g.readyTerm.Load() != term {
 		return ErrNotLeader
 	}
+	start := g.lease.now()
 	if err := g.await(g.raft.Barrier(ApplyTimeout)); err != nil || g.raft.CurrentTerm() != term {
 		return ErrNotLeader
 	}
+	g.lease.renew(start, term)
 	return nil
 }
 
@@ -299,6 +310,7 @@ type Written struct {
 // it proves that a read begun before the call may now be served from
 // this replica's store.
 func (g *Group) Write(entry []byte, timeout time.Duration) (Written, error) {
+	start, term := g.lease.now(), g.raft.CurrentTerm()
 	f := g.raft.Apply(entry, timeout)
 	if err := g.await(f); err != nil {
 		switch {
@@ -309,6 +321,13 @@ func (g *Group) Write(entry []byte, timeout time.Duration) (Written, error) {
 		return Written{}, err
 	}
 	res, _ := f.Response().(applyResult)
+	// An entry of this term committed: the lease runs from before it was
+	// appended. (A term that moved before the entry was appended is
+	// caught by renew: the lease is granted for term, which then differs
+	// from the current one.)
+	if g.readyTerm.Load() == term {
+		g.lease.renew(start, term)
+	}
 	return Written{Duplicate: res.duplicate, Results: res.results}, res.err
 }
 

@@ -33,9 +33,13 @@ func (g *Group) watchHandBack() {
 				continue
 			}
 			g.log.Info("handing leadership to the preferred replica", "to", g.preferred)
+			// The preferred replica will be elected at once: no lease read
+			// may be served from here on.
+			g.lease.giveUp()
 			if err := g.raft.LeadershipTransferToServer(raft.ServerID(g.preferred), raft.ServerAddress(g.preferred)).Error(); err != nil {
 				g.log.Info("leadership transfer failed", "to", g.preferred, "err", err)
 			}
+			g.lease.resume()
 		}
 	}
 }

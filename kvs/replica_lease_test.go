@@ -1,0 +1,123 @@
+package kvs_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/stretchr/testify/require"
+
+	"github.com/batchkv/batchkv/internal/linz"
+	"github.com/batchkv/batchkv/kvs"
+	"github.com/batchkv/batchkv/kvs/replica"
+	"github.com/batchkv/batchkv/shard"
+	"github.com/batchkv/batchkv/wire"
+)
+
+// leaseTiming keeps a cut-off leader leading for 2-4 s (Raft's leader
+// lease, which must not exceed the heartbeat timeout, is 2 s), while its
+// followers elect another after 640 ms of silence, as with the default
+// timing: a wide window in which two servers believe they lead.
+func leaseTiming() replica.Timing {
+	t := replica.DefaultTiming()
+	t.HeartbeatTimeout, t.ElectionTimeout, t.LeaderLeaseTimeout = 2*time.Second, 2*time.Second, 2*time.Second
+	t.Failover.SilenceSlack = t.HeartbeatTimeout - 640*time.Millisecond
+	return t
+}
+
+// leaseScenario cuts the leader x of a shard off from its peers right
+// after a write through it, waits for another leader, writes a new value
+// through that one, then reads the key from x directly, again and again
+// for a second. It returns the history and how many of x's reads were
+// answered.
+func leaseScenario(t *testing.T, opt func(*replCluster)) ([]porcupine.Operation, int) {
+	c := newReplCluster(t, 3, 3, 1, func(c *replCluster) { c.timing = leaseTiming() }, opt)
+	layout, err := shard.New(c.addrs, 1, 3, 0)
+	require.NoError(t, err)
+	h := linz.NewHistory()
+	do := func(id, server int, op wire.Op) wire.Result {
+		call := h.Now()
+		reply := rawBatch(t, c.addrs[server], &wire.BatchArgs{RingID: layout.ID(), Shard: 0, Ops: []wire.Op{op}})
+		require.Equal(t, wire.StatusOK, reply.Status, reply.Err)
+		h.Record(id, []wire.Op{op}, reply.Results, nil, call, h.Now())
+		return reply.Results[0]
+	}
+	x := c.waitLeader(0, -1)
+	require.Equal(t, wire.StatusOK, do(0, x, wire.Op{Code: wire.OpPut, Key: "k", Value: "old"}).Status)
+	require.Equal(t, wire.StatusOK, do(0, x, wire.Op{Code: wire.OpGet, Key: "k"}).Status)
+	c.isolate(x, true)
+	var other int
+	require.Eventually(t, func() bool {
+		for i := range c.addrs {
+			if st, err := c.status(i); i != x && err == nil && st.Shards[0].State == "Leader" {
+				other = i
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 5*time.Millisecond, "no other leader")
+	require.Equal(t, wire.StatusOK, do(1, other, wire.Op{Code: wire.OpPut, Key: "k", Value: "new"}).Status)
+	answered := 0
+	for end := time.Now().Add(time.Second); time.Now().Before(end); {
+		if r := do(2, x, wire.Op{Code: wire.OpGet, Key: "k"}); r.Status.Applied() {
+			answered++
+		}
+	}
+	return h.Ops(), answered
+}
+
+// TestReplicatedLeaseReadsStayLinearizable: with lease reads a leader cut
+// off from its peers stops serving reads before its followers can elect
+// another, so reads sent to it after a new leader took a write are not
+// answered with the old value. A lease planted too long (5 s, past the
+// 640 ms of silence after which followers elect) lets the cut-off leader,
+// which still believes it leads, answer the old value, and the checker
+// must say so.
+func TestReplicatedLeaseReadsStayLinearizable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs elections")
+	}
+	t.Run("lease", func(t *testing.T) {
+		ops, answered := leaseScenario(t, func(c *replCluster) { c.readMode = kvs.ReadLease })
+		require.Equal(t, porcupine.Ok, check(t, ops))
+		t.Logf("reads the cut-off leader answered: %d", answered)
+	})
+	t.Run("planted too long", func(t *testing.T) {
+		ops, answered := leaseScenario(t, func(c *replCluster) { c.plantLease = 5 * time.Second })
+		require.Positive(t, answered, "the cut-off leader answered reads")
+		require.Equal(t, porcupine.Illegal, check(t, ops))
+	})
+}
+
+// TestReplicatedLeaseReadNeedsNoLogEntry: within the lease a read-only
+// batch appends nothing to the log; once the lease has run out with no
+// write to renew it, the next one takes a barrier entry (and renews it).
+func TestReplicatedLeaseReadNeedsNoLogEntry(t *testing.T) {
+	c := newReplCluster(t, 3, 3, 1, func(c *replCluster) { c.readMode = kvs.ReadLease })
+	layout, err := shard.New(c.addrs, 1, 3, 0)
+	require.NoError(t, err)
+	x := c.waitLeader(0, -1)
+	send := func(op wire.Op) wire.Result {
+		reply := rawBatch(t, c.addrs[x], &wire.BatchArgs{RingID: layout.ID(), Shard: 0, Ops: []wire.Op{op}})
+		require.Equal(t, wire.StatusOK, reply.Status, reply.Err)
+		return reply.Results[0]
+	}
+	lastIndex := func() uint64 {
+		st, err := c.status(x)
+		require.NoError(t, err)
+		return st.Shards[0].LastIndex
+	}
+	for i := range 3 {
+		require.Equal(t, wire.StatusOK, send(wire.Op{Code: wire.OpPut, Key: fmt.Sprintf("k%d", i), Value: "v"}).Status)
+		before := lastIndex()
+		for range 20 {
+			require.Equal(t, wire.Result{Status: wire.StatusOK, Value: "v"}, send(wire.Op{Code: wire.OpGet, Key: "k0"}))
+		}
+		require.Equal(t, before, lastIndex(), "reads within the lease append nothing")
+	}
+	time.Sleep(replica.DefaultTiming().LeaseRead + 100*time.Millisecond)
+	before := lastIndex()
+	require.Equal(t, wire.StatusOK, send(wire.Op{Code: wire.OpGet, Key: "k0"}).Status)
+	require.Equal(t, before+1, lastIndex(), "a read after the lease ran out takes a barrier")
+}
