@@ -41,7 +41,7 @@ type replCluster struct {
 	// plants a lease of that length, unchecked (kvs.PlantLeaseForTest).
 	readMode   string
 	plantLease time.Duration
-	logger  *slog.Logger
+	logger     *slog.Logger
 	// With withTLS: every server's identity, and the clients'.
 	nodeID, clientID *auth.Identity
 }
