@@ -33,21 +33,28 @@ type shardPlan struct {
 	rejected, puts, dels uint64
 }
 
+// writtenKey is what planShard knows of a key the batch writes.
+type writtenKey struct {
+	last  int // index in ops of its last write so far; -1 before the first
+	rider int // entry index of its riding get; -1 while it has none
+}
+
 // planShard sorts a batch's ops (see shardPlan), answering the ones that
-// fail Op.Check in results at once.
+// fail Op.Check in results at once. A get costs one map lookup, and none
+// in a batch that writes nothing.
 func planShard(ops []wire.Op, results []wire.Result) *shardPlan {
 	p := &shardPlan{}
-	var written map[string]bool // keys the batch writes, anywhere
+	var written map[string]*writtenKey // the keys the batch writes
 	for i := range ops {
 		if ops[i].Code != wire.OpGet && ops[i].Check() == wire.StatusOK {
 			if written == nil {
-				written = map[string]bool{}
+				written = map[string]*writtenKey{}
 			}
-			written[ops[i].Key] = true
+			if written[ops[i].Key] == nil {
+				written[ops[i].Key] = &writtenKey{last: -1, rider: -1}
+			}
 		}
 	}
-	var lastWrite map[string]int // key -> index in ops of its last write so far
-	var rider map[string]int     // key -> entry index of its riding get
 	for i := range ops {
 		op := &ops[i]
 		if st := op.Check(); st != wire.StatusOK {
@@ -55,37 +62,32 @@ func planShard(ops []wire.Op, results []wire.Result) *shardPlan {
 			p.rejected++
 			continue
 		}
+		w := written[op.Key]
 		if op.Code == wire.OpGet {
-			if w, ok := lastWrite[op.Key]; ok {
+			switch {
+			case w == nil:
+				p.reads = append(p.reads, *op)
+				p.readAt = append(p.readAt, i)
+			case w.last >= 0:
 				if p.shadow == nil {
 					p.shadow = map[int]int{}
 				}
-				p.shadow[i] = w
-				continue
-			}
-			if !written[op.Key] {
-				p.reads = append(p.reads, *op)
-				p.readAt = append(p.readAt, i)
-				continue
-			}
-			// Read before the batch writes the key: ride on the entry.
-			j, ok := rider[op.Key]
-			if !ok {
-				if rider == nil {
-					rider, p.riding = map[string]int{}, map[int]int{}
+				p.shadow[i] = w.last
+			default:
+				// Read before the batch writes the key: ride on the entry.
+				if w.rider < 0 {
+					w.rider = len(p.entry)
+					p.entry = append(p.entry, *op)
+					p.writeAt = append(p.writeAt, i)
 				}
-				j = len(p.entry)
-				rider[op.Key] = j
-				p.entry = append(p.entry, *op)
-				p.writeAt = append(p.writeAt, i)
+				if p.riding == nil {
+					p.riding = map[int]int{}
+				}
+				p.riding[i] = w.rider
 			}
-			p.riding[i] = j
 			continue
 		}
-		if lastWrite == nil {
-			lastWrite = map[string]int{}
-		}
-		lastWrite[op.Key] = i
+		w.last = i
 		p.entry = append(p.entry, *op)
 		p.writeAt = append(p.writeAt, i)
 		if op.Code == wire.OpPut {
