@@ -23,6 +23,8 @@ Flags are kvschaos's; ./chaos.sh --help lists them all. Examples:
   ./chaos.sh slow-follower
   ./chaos.sh slow-network --fault 20s --latencies 100ms,250ms,500ms
   ./chaos.sh random --fault 120s --seed 42
+  ./chaos.sh all --repeat 5          # every scenario 5 times, then a tally
+  ./chaos.sh partition --server-args "-read-mode lease"
 USAGE
 }
 

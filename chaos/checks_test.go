@@ -103,3 +103,41 @@ func TestTermAndLeaderChanges(t *testing.T) {
 	require.Equal(t, 1, leaderChanges(vs, 0, 7*s))
 	require.Equal(t, 0, leaderChanges(vs, 3*s, 7*s))
 }
+
+// ratioRun returns a run whose timeline has a 15 s baseline at 1000 ops/s
+// and a 15 s fault window with the given seconds.
+func ratioRun(fault []uint64) (*run, Window) {
+	tl := newTimeline(time.Now())
+	for range 15 {
+		tl.secs = append(tl.secs, second{ops: 1000})
+	}
+	for _, n := range fault {
+		tl.secs = append(tl.secs, second{ops: n})
+	}
+	tl.window(0, 15*time.Second, "baseline")
+	w := Window{From: 15 * time.Second, To: time.Duration(15+len(fault)) * time.Second, Label: "fault"}
+	tl.window(w.From, w.To, w.Label)
+	return &run{tl: tl}, w
+}
+
+// TestRatioCheckCatchesSlowWindowsAndStalls: a fault window whose median
+// second is below the threshold fails, and so does one whose median is
+// fine but with more than a fifth of its seconds under half the
+// baseline's median (stalls); a window that only wobbles passes.
+func TestRatioCheckCatchesSlowWindowsAndStalls(t *testing.T) {
+	results := func(fault []uint64) []bool {
+		r, w := ratioRun(fault)
+		r.ratioCheck("throughput", w, 0.75)
+		var pass []bool
+		for _, c := range r.res.Checks {
+			pass = append(pass, c.Pass)
+		}
+		return pass
+	}
+	wobbly := []uint64{800, 1200, 900, 1100, 700, 1000, 950, 1050, 850, 1150, 600, 1000, 900, 1000, 1100}
+	require.Equal(t, []bool{true, true}, results(wobbly))
+	slow := []uint64{700, 700, 650, 720, 700, 690, 710, 700, 700, 705, 695, 700, 700, 700, 700}
+	require.Equal(t, []bool{false, true}, results(slow), "median 70%")
+	stalls := []uint64{1000, 0, 1000, 1000, 100, 1000, 1000, 50, 1000, 1000, 0, 1000, 1000, 1000, 1000}
+	require.Equal(t, []bool{true, false}, results(stalls), "4 stalled seconds of 15")
+}

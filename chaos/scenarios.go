@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"syscall"
 	"time"
+
+	"github.com/batchkv/batchkv/internal/runlog"
 )
 
 // scenario injects one experiment's faults while the loads run, and
@@ -63,14 +65,46 @@ func pct(x float64) string { return fmt.Sprintf("%.0f%%", 100*x) }
 
 // ratioCheck records a check that a window's throughput is at least min
 // times the baseline's.
+// Thresholds of ratioCheck that this machine's noise alone does not
+// cross: a second's throughput moves by a third from one second to the
+// next, and a 15 s window's median by up to a fifth from one window to
+// another with no fault at all.
+const (
+	// stallFloor is the share of the baseline's median second below which
+	// a second counts as a stall.
+	stallFloor = 0.5
+	// maxStallShare is the share of a fault window's seconds that may be
+	// stalls.
+	maxStallShare = 0.2
+)
+
+// ratioCheck checks a fault window's throughput against the baseline's in
+// two ways: the window's median second is at least least of the
+// baseline's median second, and at most maxStallShare of its seconds fall
+// below stallFloor of it (no stalls).
 func (r *run) ratioCheck(name string, w Window, least float64) {
 	base, _ := r.windowOf("baseline")
-	b, f := r.throughput(base), r.throughput(w)
+	secs, _, _ := r.tl.snapshot()
+	b := runlog.Median(rates(secs, base.From, base.To))
+	fs := rates(secs, w.From, w.To)
+	f := runlog.Median(fs)
 	ratio := 0.0
 	if b > 0 {
 		ratio = f / b
 	}
-	r.check(name, "≥ "+pct(least)+" of baseline", fmt.Sprintf("%s (%.0f vs %.0f ops/s)", pct(ratio), f, b), ratio >= least)
+	r.check(name+": median second", "≥ "+pct(least)+" of the baseline's", fmt.Sprintf("%s (%.0f vs %.0f ops/s)", pct(ratio), f, b), ratio >= least)
+	stalls := 0
+	for _, x := range fs {
+		if x < stallFloor*b {
+			stalls++
+		}
+	}
+	share := 0.0
+	if len(fs) > 0 {
+		share = float64(stalls) / float64(len(fs))
+	}
+	r.check(name+": seconds under "+pct(stallFloor)+" of the baseline's median", "≤ "+pct(maxStallShare)+" of them",
+		fmt.Sprintf("%d of %d", stalls, len(fs)), len(fs) > 0 && share <= maxStallShare)
 }
 
 func slowFollower(r *run) (func(), error) {
@@ -95,7 +129,7 @@ func slowFollower(r *run) (func(), error) {
 		tc, lc := termChanges(vs, base.From, r.tl.since()), leaderChanges(vs, base.From, r.tl.since())
 		r.check("term changes from the baseline on", "0", fmt.Sprint(tc), tc == 0)
 		r.check("leader changes from the baseline on", "0", fmt.Sprint(lc), lc == 0)
-		r.ratioCheck("throughput while the follower is slow", w, 0.9)
+		r.ratioCheck("throughput while the follower is slow", w, 0.75)
 		secs, _, _ := r.tl.snapshot()
 		pb, pf := latencies(secs, base.From, base.To).Quantile(0.9999), latencies(secs, w.From, w.To).Quantile(0.9999)
 		r.check("p99.99 batch latency while the follower is slow", "≤ 2x baseline",
@@ -144,8 +178,16 @@ func slowNetwork(r *run) (func(), error) {
 		for i, w := range wins {
 			tc := termChanges(vs, w.From, w.To)
 			r.check(fmt.Sprintf("elections with %s", w.Label), "0", fmt.Sprint(tc), tc == 0)
-			if r.opt.Latencies[i] <= 100*time.Millisecond {
-				r.ratioCheck(fmt.Sprintf("throughput with %s", w.Label), w, 0.5)
+			switch lat := r.opt.Latencies[i]; {
+			case lat <= 100*time.Millisecond:
+				r.ratioCheck(fmt.Sprintf("throughput with %s", w.Label), w, 0.85)
+			default:
+				// The window also holds a follower's stop and catch-up;
+				// issue 14 asks for 60% at +250ms, not met yet (about
+				// 51% on 2026-11-22): reported, not checked.
+				base, _ := r.windowOf("baseline")
+				b, f := r.throughput(base), r.throughput(w)
+				r.figure(fmt.Sprintf("throughput with %s (median second)", w.Label), "%s of the baseline's (%.0f vs %.0f ops/s)", pct(f/max(b, 1)), f, b)
 			}
 		}
 		if stoppedAt == 0 {
@@ -203,7 +245,7 @@ func crashFollower(r *run) (func(), error) {
 	w := Window{From: killAt, To: startAt + min(10*time.Second, r.opt.Recovery), Label: "follower down and rejoining"}
 	r.tl.window(w.From, w.To, w.Label)
 	return func() {
-		r.ratioCheck("throughput while a follower is down and rejoins", w, 0.9)
+		r.ratioCheck("throughput while a follower is down and rejoins", w, 0.75)
 		ss := r.mon.samples()
 		d, ok := caughtUp(ss, views(ss, 0), 0, f, startAt)
 		got := orNever(d, ok)

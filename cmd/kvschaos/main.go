@@ -85,6 +85,7 @@ func run(args []string, stdout, stderr io.Writer) (bool, error) {
 	batch := fs.Int("batch", 8192, "bulk load: ops per batch (each goroutine owns as many keys)")
 	attempt := fs.Duration("attempt-timeout", 5*time.Second, "bulk load: client's timeout of one attempt on a silent server")
 	checked := fs.Int("checked-clients", 16, "checked load: clients")
+	repeat := fs.Int("repeat", 1, "run every scenario this many times and end with a tally of verdicts")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return true, nil
@@ -111,59 +112,78 @@ func run(args []string, stdout, stderr io.Writer) (bool, error) {
 		}
 		latencies = append(latencies, d)
 	}
+	if *repeat < 1 {
+		return false, fmt.Errorf("-repeat %d: want at least 1", *repeat)
+	}
 	allPass := true
 	var failed []string
-	for _, name := range names {
-		o := chaos.DefaultOptions(name)
-		o.Bin, o.Shards, o.Progress = *bin, *shards, stdout
-		o.Dir = root
-		if len(names) > 1 || *dir == "" {
-			o.Dir = filepath.Join(root, name)
-		}
-		if *seed != 0 {
-			o.Seed = *seed
-		}
-		o.ServerArgs = strings.Fields(*serverArgs)
-		o.TLS = *useTLS
-		for _, f := range []struct {
-			flag *durationFlag
-			dst  *time.Duration
-		}{{&warmup, &o.Warmup}, {&baseline, &o.Baseline}, {&fault, &o.Fault}, {&recovery, &o.Recovery},
-			{&lag, &o.Lag}, {&restart, &o.Restart}, {&pause, &o.Pause}, {&interval, &o.Interval}} {
-			if f.flag.set {
-				*f.dst = f.flag.d
+	tally := newTally(names)
+	for round := 1; round <= *repeat; round++ {
+		for _, name := range names {
+			o := chaos.DefaultOptions(name)
+			o.Bin, o.Shards, o.Progress = *bin, *shards, stdout
+			o.Dir = root
+			if len(names) > 1 || *dir == "" || *repeat > 1 {
+				o.Dir = filepath.Join(root, name)
 			}
-		}
-		o.CPUFraction, o.Latencies = *cpu, latencies
-		o.Bulk.Goroutines, o.Bulk.Batch, o.Bulk.Keys, o.Checked.Clients = *goroutines, *batch, *batch, *checked
-		o.Bulk.AttemptTimeout = *attempt
-		fmt.Fprintf(stdout, "== %s: %s; results in %s\n", name, chaos.About(name), o.Dir)
-		res, err := chaos.Run(o)
-		if err != nil {
-			allPass = false
-			failed = append(failed, name)
-			fmt.Fprintf(stdout, "verdict: FAIL %s: the run did not complete: %v\n", name, err)
-			continue
-		}
-		for _, c := range res.Checks {
-			mark := "pass"
-			if !c.Pass {
-				mark = "FAIL"
+			if *repeat > 1 {
+				o.Dir = filepath.Join(root, fmt.Sprintf("%s-%d", name, round))
 			}
-			fmt.Fprintf(stdout, "  %-4s %s: %s (target %s)\n", mark, c.Name, c.Got, c.Target)
-		}
-		for _, f := range res.Figures {
-			fmt.Fprintf(stdout, "       %s: %s\n", f.Name, f.Value)
-		}
-		if res.Pass {
-			fmt.Fprintf(stdout, "verdict: PASS %s (summary: %s)\n", name, filepath.Join(o.Dir, "summary.md"))
-		} else {
-			allPass = false
-			failed = append(failed, name)
-			fmt.Fprintf(stdout, "verdict: FAIL %s: %s (summary: %s)\n", name, res.Reason, filepath.Join(o.Dir, "summary.md"))
+			if *seed != 0 {
+				o.Seed = *seed
+			}
+			o.ServerArgs = strings.Fields(*serverArgs)
+			o.TLS = *useTLS
+			for _, f := range []struct {
+				flag *durationFlag
+				dst  *time.Duration
+			}{{&warmup, &o.Warmup}, {&baseline, &o.Baseline}, {&fault, &o.Fault}, {&recovery, &o.Recovery},
+				{&lag, &o.Lag}, {&restart, &o.Restart}, {&pause, &o.Pause}, {&interval, &o.Interval}} {
+				if f.flag.set {
+					*f.dst = f.flag.d
+				}
+			}
+			o.CPUFraction, o.Latencies = *cpu, latencies
+			o.Bulk.Goroutines, o.Bulk.Batch, o.Bulk.Keys, o.Checked.Clients = *goroutines, *batch, *batch, *checked
+			o.Bulk.AttemptTimeout = *attempt
+			fmt.Fprintf(stdout, "== %s: %s; results in %s\n", name, chaos.About(name), o.Dir)
+			if *repeat > 1 {
+				fmt.Fprintf(stdout, "   (run %d of %d)\n", round, *repeat)
+			}
+			res, err := chaos.Run(o)
+			if err != nil {
+				allPass = false
+				failed = append(failed, name)
+				tally.add(name, false, []string{"the run did not complete: " + err.Error()})
+				fmt.Fprintf(stdout, "verdict: FAIL %s: the run did not complete: %v\n", name, err)
+				continue
+			}
+			var failedChecks []string
+			for _, c := range res.Checks {
+				mark := "pass"
+				if !c.Pass {
+					mark = "FAIL"
+					failedChecks = append(failedChecks, fmt.Sprintf("%s: %s (target %s)", c.Name, c.Got, c.Target))
+				}
+				fmt.Fprintf(stdout, "  %-4s %s: %s (target %s)\n", mark, c.Name, c.Got, c.Target)
+			}
+			for _, f := range res.Figures {
+				fmt.Fprintf(stdout, "       %s: %s\n", f.Name, f.Value)
+			}
+			tally.add(name, res.Pass, failedChecks)
+			if res.Pass {
+				fmt.Fprintf(stdout, "verdict: PASS %s (summary: %s)\n", name, filepath.Join(o.Dir, "summary.md"))
+			} else {
+				allPass = false
+				failed = append(failed, name)
+				fmt.Fprintf(stdout, "verdict: FAIL %s: %s (summary: %s)\n", name, res.Reason, filepath.Join(o.Dir, "summary.md"))
+			}
 		}
 	}
-	if len(names) > 1 {
+	if *repeat > 1 {
+		tally.print(stdout)
+	}
+	if len(names) > 1 || *repeat > 1 {
 		if allPass {
 			fmt.Fprintf(stdout, "verdict: PASS all %d scenarios\n", len(names))
 		} else {
