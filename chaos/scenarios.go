@@ -182,9 +182,9 @@ func slowNetwork(r *run) (func(), error) {
 			case lat <= 100*time.Millisecond:
 				r.ratioCheck(fmt.Sprintf("throughput with %s", w.Label), w, 0.85)
 			default:
-				// The window also holds a follower's stop and catch-up;
-				// issue 14 asks for 60% at +250ms, not met yet (about
-				// 51% on 2026-11-22): reported, not checked.
+				// The window also holds a follower's stop and catch-up.
+				// The target is 60% at +250ms, not met yet (about 51%
+				// on 2026-11-22): reported, not checked.
 				base, _ := r.windowOf("baseline")
 				b, f := r.throughput(base), r.throughput(w)
 				r.figure(fmt.Sprintf("throughput with %s (median second)", w.Label), "%s of the baseline's (%.0f vs %.0f ops/s)", pct(f/max(b, 1)), f, b)
