@@ -300,8 +300,8 @@ loop:
 	}
 	proc := procstat.Read()
 	fmt.Fprintf(stdout, "throughput %.0f ops/s\n", float64(done.Load())/elapsed)
-	fmt.Fprintf(stdout, "batch latency p50 %v p99 %v p99.9 %v max %v (%d batches)\n",
-		all.Quantile(0.5), all.Quantile(0.99), all.Quantile(0.999), all.Max(), all.Count())
+	fmt.Fprintf(stdout, "batch latency p50 %v p99 %v p99.9 %v p99.99 %v max %v (%d batches)\n",
+		all.Quantile(0.5), all.Quantile(0.99), all.Quantile(0.999), all.Quantile(0.9999), all.Max(), all.Count())
 	cpuPerMops := 0.0
 	if n := done.Load(); n > 0 {
 		cpuPerMops = (proc.CPU - startProc.CPU).Seconds() / (float64(n) / 1e6)

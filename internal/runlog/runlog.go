@@ -133,7 +133,8 @@ func (n *Node) parseUtil(f []string) error {
 	return nil
 }
 
-// parseLatency reads "batch latency p50 D p99 D p99.9 D max D (...)".
+// parseLatency reads "batch latency p50 D p99 D p99.9 D p99.99 D max D
+// (...)"; quantiles it does not keep are skipped.
 func (n *Node) parseLatency(f []string) error {
 	for i := 2; i+1 < len(f); i += 2 {
 		var dst *time.Duration

@@ -86,6 +86,10 @@ func (g *Group) watchLeaderDeath() {
 			g.log.Info("leader's port refuses connections; with lease reads, waiting for the silence check", "leader", v.Leader)
 			continue
 		}
+		if g.peerStat != nil && failover.PeerAhead(v, g.askPeers(v)) {
+			g.log.Info("leader's port refuses connections; a peer's log is ahead, leaving the election to it", "leader", v.Leader)
+			continue
+		}
 		wait := failover.CrashWait(turn, time.Since(since), g.heartbeat)
 		if !g.electInTurn(wait, since, term, v.Leader, "leader's port refuses connections: calling an election now") {
 			return

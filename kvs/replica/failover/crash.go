@@ -41,6 +41,20 @@ func CrashedLeader(v View, probes map[string]Probe, t Timing) (wait time.Duratio
 	return time.Duration(ahead) * t.Stagger, true
 }
 
+// PeerAhead reports whether a peer that answered (not the old leader)
+// has a log more up to date than this replica's: then this replica leaves
+// the election to it, since that peer would refuse its vote, and a
+// candidate that cannot win only raises terms while the shard has no
+// leader (a chaos run lost 2.5 s so).
+func PeerAhead(v View, reports []Report) bool {
+	for _, r := range reports {
+		if r.Replica != v.Self && r.Replica != v.Leader && v.Log.Behind(r.Log) {
+			return true
+		}
+	}
+	return false
+}
+
 // CrashWait is how long a follower that suspected a crash elapsed ago
 // still waits before it may call the election: its turn, and at least two
 // heartbeat intervals (a fifth of the heartbeat timeout) from the

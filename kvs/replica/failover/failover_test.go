@@ -208,3 +208,15 @@ func TestTimingDefaults(t *testing.T) {
 	require.Equal(t, time.Millisecond, custom.Stagger)
 	require.Equal(t, tm.ProbeHold, custom.ProbeHold)
 }
+
+// TestPeerAheadLeavesTheElectionToIt: a follower whose log is behind a
+// peer's does not call the election after a crash; the old leader's
+// report and its own do not count.
+func TestPeerAheadLeavesTheElectionToIt(t *testing.T) {
+	v := failover.View{Self: "b", Leader: "a", Replicas: []string{"a", "b", "c"}, Follower: true,
+		Log: failover.LogPosition{Term: 3, Index: 6604}}
+	require.True(t, failover.PeerAhead(v, []failover.Report{{Replica: "c", Log: failover.LogPosition{Term: 3, Index: 6607}}}))
+	require.False(t, failover.PeerAhead(v, []failover.Report{{Replica: "c", Log: failover.LogPosition{Term: 3, Index: 6604}}}))
+	require.False(t, failover.PeerAhead(v, []failover.Report{{Replica: "a", Log: failover.LogPosition{Term: 3, Index: 9999}}}))
+	require.False(t, failover.PeerAhead(v, nil))
+}
