@@ -48,6 +48,9 @@ Options:
   --local            run on this machine even if CloudLab's tmcc exists
   --port N           first server port (default 8080)
   --no-build         use the binaries already in bin/
+  --keep-data        keep the replicated servers' data dirs under the log
+                     directory after the run (by default they are removed:
+                     hundreds of MB a run); only for dirs this script chose
   --top              while the load runs, show 'kvsctl top' (every server's
                      ops/s, CPU, memory, network, connections, errors, and
                      each shard's leader and lag) instead of one line a second
@@ -74,6 +77,7 @@ FORCE_LOCAL=0
 BASE_PORT=8080
 BUILD=1
 TOP=0
+KEEP_DATA=0
 TLS=auto
 while [[ $# -gt 0 && $1 == -* ]]; do
     case "$1" in
@@ -85,6 +89,7 @@ while [[ $# -gt 0 && $1 == -* ]]; do
         --port) BASE_PORT="${2:?--port needs a number}"; shift 2 ;;
         --no-build) BUILD=0; shift ;;
         --top) TOP=1; shift ;;
+        --keep-data) KEEP_DATA=1; shift ;;
         *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -231,7 +236,7 @@ DURABLE=0
 if [[ " $SERVER_ARGS " =~ [[:space:]]--?rf[=[:space:]]+([0-9]+) ]] && (( BASH_REMATCH[1] > 1 )) &&
     [[ " $SERVER_ARGS " != *" -data-dir"* && " $SERVER_ARGS " != *" --data-dir"* ]]; then
     DURABLE=1
-    echo "data:         $LOG_DIR/data/<server>"
+    echo "data:         $LOG_DIR/data/<server> (removed after the run unless --keep-data)"
 fi
 SERVER_PIDS=()
 SERVER_PIDFILES=()
@@ -324,6 +329,9 @@ for pid in "${SERVER_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
 reports=()
 for name in "${SERVER_NAMES[@]}"; do reports+=("$LOG_DIR/server-$name.log"); done
 "$ROOT/bin/kvsreport" "${reports[@]}" | tee "$LOG_DIR/report.txt"
+# The Raft data this script put under the run's directory goes, unless
+# asked to stay: a replicated run writes hundreds of MB.
+if (( DURABLE && ! KEEP_DATA )); then rm -rf "$LOG_DIR/data"; fi
 # Every node's per-second samples as one CSV, and the run's utilization plot.
 if "$ROOT/bin/kvsplot" run "$LOG_DIR"; then
     echo "utilization: $LOG_DIR/util.csv $LOG_DIR/util.png"

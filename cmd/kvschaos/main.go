@@ -86,6 +86,7 @@ func run(args []string, stdout, stderr io.Writer) (bool, error) {
 	attempt := fs.Duration("attempt-timeout", 5*time.Second, "bulk load: client's timeout of one attempt on a silent server")
 	checked := fs.Int("checked-clients", 16, "checked load: clients")
 	repeat := fs.Int("repeat", 1, "run every scenario this many times and end with a tally of verdicts")
+	keepData := fs.Bool("keep-data", false, "keep the servers' data dirs (Raft logs and snapshots, hundreds of MB a run) after a PASS; a FAIL always keeps them")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return true, nil
@@ -171,6 +172,9 @@ func run(args []string, stdout, stderr io.Writer) (bool, error) {
 				fmt.Fprintf(stdout, "       %s: %s\n", f.Name, f.Value)
 			}
 			tally.add(name, res.Pass, failedChecks)
+			if res.Pass && !*keepData {
+				removeData(o.Dir, stdout)
+			}
 			if res.Pass {
 				fmt.Fprintf(stdout, "verdict: PASS %s (summary: %s)\n", name, filepath.Join(o.Dir, "summary.md"))
 			} else {
@@ -191,4 +195,15 @@ func run(args []string, stdout, stderr io.Writer) (bool, error) {
 		}
 	}
 	return allPass, nil
+}
+
+// removeData deletes the servers' data dirs of a run that passed: its
+// summary, timeline, history and logs stay.
+func removeData(dir string, stdout io.Writer) {
+	dirs, _ := filepath.Glob(filepath.Join(dir, "data-*"))
+	for _, d := range dirs {
+		if err := os.RemoveAll(d); err != nil {
+			fmt.Fprintf(stdout, "warning: could not remove %s: %v\n", d, err)
+		}
+	}
 }
