@@ -66,7 +66,6 @@ func planShard(ops []wire.Op, results []wire.Result) *shardPlan {
 		if op.Code == wire.OpGet {
 			switch {
 			case w == nil:
-				p.reads = append(p.reads, *op)
 				p.readAt = append(p.readAt, i)
 			case w.last >= 0:
 				if p.shadow == nil {
@@ -94,6 +93,16 @@ func planShard(ops []wire.Op, results []wire.Result) *shardPlan {
 			p.puts++
 		} else {
 			p.dels++
+		}
+	}
+	// The free gets, in order: the ops themselves when every op is one
+	// (a batch that only reads, the common case), so they are not copied.
+	if len(p.readAt) == len(ops) {
+		p.reads = ops
+	} else if len(p.readAt) > 0 {
+		p.reads = make([]wire.Op, len(p.readAt))
+		for j, i := range p.readAt {
+			p.reads[j] = ops[i]
 		}
 	}
 	return p

@@ -122,6 +122,19 @@ var (
 	topWidths   = []int{10, 10, 9, 6, 8, 9, 9, 6, 8, 6}
 )
 
+// add adds r's rates to t's.
+func (t *nodeRates) add(r nodeRates) {
+	t.gets += r.gets
+	t.writes += r.writes
+	t.errs += r.errs
+	t.redirs += r.redirs
+	t.cpuPct += r.cpuPct
+	t.rssMiB += r.rssMiB
+	t.rxMiB += r.rxMiB
+	t.txMiB += r.txMiB
+	t.conns += r.conns
+}
+
 // cells formats r in the node table's columns.
 func (r nodeRates) cells() []string {
 	return []string{
@@ -160,15 +173,7 @@ func writeTop(w io.Writer, prev, cur []nodeSample, shards bool) error {
 			continue
 		}
 		row(c.addr, r.cells()...)
-		total.gets += r.gets
-		total.writes += r.writes
-		total.errs += r.errs
-		total.redirs += r.redirs
-		total.cpuPct += r.cpuPct
-		total.rssMiB += r.rssMiB
-		total.rxMiB += r.rxMiB
-		total.txMiB += r.txMiB
-		total.conns += r.conns
+		total.add(r)
 	}
 	row("total", total.cells()...)
 	if !shards {

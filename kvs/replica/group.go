@@ -348,7 +348,11 @@ type Written struct {
 // it proves that a read begun before the call may now be served from
 // this replica's store.
 func (g *Group) Write(entry []byte, timeout time.Duration) (Written, error) {
-	start, term := g.lease.now(), g.raft.CurrentTerm()
+	var start int64
+	var term uint64
+	if g.lease.on {
+		start, term = g.lease.now(), g.raft.CurrentTerm()
+	}
 	f := g.raft.Apply(entry, timeout)
 	if err := g.await(f); err != nil {
 		switch {

@@ -98,7 +98,7 @@ func (l *lease) resume() { l.stopped.Store(false) }
 
 // valid reports whether the lease holds now in term.
 func (l *lease) valid(term uint64) bool {
-	return l.on && !l.stopped.Load() && l.term.Load() == term && l.now() < l.until.Load()
+	return !l.stopped.Load() && l.term.Load() == term && l.now() < l.until.Load()
 }
 
 // ReadLease reports whether this replica may serve a read from its store
@@ -106,6 +106,9 @@ func (l *lease) valid(term uint64) bool {
 // every entry of earlier terms, and its lease holds. Otherwise the read
 // needs ReadBarrier.
 func (g *Group) ReadLease() bool {
+	if !g.lease.on {
+		return false
+	}
 	term := g.raft.CurrentTerm()
-	return g.lease.on && g.raft.State() == raft.Leader && g.readyTerm.Load() == term && g.lease.valid(term)
+	return g.raft.State() == raft.Leader && g.readyTerm.Load() == term && g.lease.valid(term)
 }
