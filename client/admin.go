@@ -32,43 +32,58 @@ func (a Admin) Dial(addr string, timeout time.Duration) (*rpc.Client, error) {
 // shards and replication factor when the cluster is replicated, with
 // a.TLS.
 func (a Admin) Discover(addr string, timeout time.Duration) (Config, error) {
-	cl, err := a.Dial(addr, timeout)
+	l, err := a.Layout(addr, timeout)
 	if err != nil {
 		return Config{}, err
-	}
-	defer func() { _ = cl.Close() }()
-	var l wire.Layout
-	call := cl.Go(wire.LayoutMethod, &wire.LayoutRequest{}, &l, make(chan *rpc.Call, 1))
-	select {
-	case <-call.Done:
-	case <-time.After(timeout):
-		return Config{}, fmt.Errorf("client: %s: no layout within %v", addr, timeout)
-	}
-	if call.Error != nil {
-		return Config{}, fmt.Errorf("client: %s: layout: %w", addr, call.Error)
 	}
 	if len(l.Servers) == 0 {
 		l.Servers = []string{addr}
 	}
-	return Config{Servers: l.Servers, VirtualNodes: l.VirtualNodes, Shards: l.Shards, Replicas: l.Replicas, TLS: a.TLS}, nil
+	cfg := Config{Servers: l.Servers, VirtualNodes: l.VirtualNodes, Shards: l.Shards, Replicas: l.Replicas, TLS: a.TLS}
+	if l.Epoch > 0 {
+		cfg.Map = &l
+	}
+	return cfg, nil
+}
+
+// Layout asks the server at addr how the cluster places keys
+// (wire.LayoutMethod): a replicated server answers its current shard map.
+func (a Admin) Layout(addr string, timeout time.Duration) (wire.Layout, error) {
+	var l wire.Layout
+	return l, a.call(addr, wire.LayoutMethod, &wire.LayoutRequest{}, &l, timeout)
 }
 
 // Status asks the server at addr for its view of the shards it
 // replicates (wire.StatusMethod), within timeout.
 func (a Admin) Status(addr string, req wire.StatusRequest, timeout time.Duration) (wire.StatusReply, error) {
 	var st wire.StatusReply
+	return st, a.call(addr, wire.StatusMethod, &req, &st, timeout)
+}
+
+// Membership makes one step of a shard move at the server at addr
+// (wire.MembershipMethod), within timeout.
+func (a Admin) Membership(addr string, req wire.MembershipRequest, timeout time.Duration) (wire.MembershipReply, error) {
+	var rep wire.MembershipReply
+	return rep, a.call(addr, wire.MembershipMethod, &req, &rep, timeout)
+}
+
+// call makes one admin RPC on a connection of its own.
+func (a Admin) call(addr, method string, args, reply any, timeout time.Duration) error {
 	cl, err := a.Dial(addr, timeout)
 	if err != nil {
-		return st, err
+		return err
 	}
 	defer func() { _ = cl.Close() }()
-	call := cl.Go(wire.StatusMethod, &req, &st, make(chan *rpc.Call, 1))
+	call := cl.Go(method, args, reply, make(chan *rpc.Call, 1))
 	select {
 	case <-call.Done:
-		return st, call.Error
 	case <-time.After(timeout):
-		return st, fmt.Errorf("client: %s: no status within %v", addr, timeout)
+		return fmt.Errorf("client: %s: no answer to %s within %v", addr, method, timeout)
 	}
+	if call.Error != nil {
+		return fmt.Errorf("client: %s: %s: %w", addr, method, call.Error)
+	}
+	return nil
 }
 
 // DialAdmin is Admin{}.Dial: plaintext.

@@ -83,6 +83,11 @@ type Config struct {
 	// map to servers directly.
 	Shards   int
 	Replicas int
+	// Map, when set (Discover sets it), is a replicated cluster's shard
+	// map to route with from the start. Nil means the initial placement
+	// of Servers, which the client replaces with the servers' map on the
+	// first redirect.
+	Map *wire.Layout
 	// AttemptTimeout bounds one attempt of a replicated batch, so that a
 	// leader that went silent (partitioned, paused) is given up and the
 	// next replica tried. Default 5s.
@@ -146,17 +151,21 @@ func (c *Config) validate() error {
 }
 
 // Client talks to a set of servers. It is safe for concurrent use. The set
-// of servers is fixed for the life of a Client.
+// of servers of a memory-only cluster is fixed for the life of a Client;
+// a replicated cluster's grows as the client learns of servers that
+// joined (see refreshMap).
 type Client struct {
 	cfg      Config
 	ring     *ring.Ring
-	conns    []*serverConn
+	members  atomic.Pointer[members]
 	batchers []*batcher // by server, or by shard when replicated
 
 	// Replicated clusters only (nil otherwise).
 	layout   *shard.Layout
-	leaders  []atomic.Int32 // by shard: the server believed to lead it
+	place    atomic.Pointer[placement]
+	leaders  []atomic.Int32 // by shard: the server (index in members) believed to lead it
 	sessions *sessionPool
+	refresh  mapRefresh
 	// unrouted is set once a server reports that our ring differs from
 	// its own; from then on batches go out with RingID 0.
 	unrouted atomic.Bool
@@ -175,17 +184,25 @@ func New(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("client: %w", err)
 	}
 	c := &Client{cfg: cfg, ring: r}
+	ms := &members{index: map[string]int{}}
 	for _, addr := range cfg.Servers {
-		c.conns = append(c.conns, newServerConn(addr, &c.cfg, &c.traffic))
+		ms = ms.with(addr, newServerConn(addr, &c.cfg, &c.traffic))
 	}
+	c.members.Store(ms)
 	targets := len(cfg.Servers)
 	if cfg.Shards > 0 {
 		if c.layout, err = shard.New(cfg.Servers, cfg.Shards, cfg.Replicas, cfg.VirtualNodes); err != nil {
 			return nil, fmt.Errorf("client: %w", err)
 		}
 		c.leaders = make([]atomic.Int32, cfg.Shards)
+		p := &placement{replicas: make([][]int, cfg.Shards)}
 		for s := range c.leaders {
+			p.replicas[s] = c.layout.Replicas(s)
 			c.leaders[s].Store(int32(c.layout.Preferred(s)))
+		}
+		c.place.Store(p)
+		if cfg.Map != nil && cfg.Map.Shards == cfg.Shards && len(cfg.Map.Placement) == cfg.Shards {
+			c.adoptMap(*cfg.Map)
 		}
 		c.sessions = newSessionPool()
 		targets = cfg.Shards
@@ -196,10 +213,12 @@ func New(cfg Config) (*Client, error) {
 	return c, nil
 }
 
-// Health returns the client's view of each server, in Config.Servers order.
+// Health returns the client's view of each server, in Config.Servers
+// order, followed by any servers it learned of since.
 func (c *Client) Health() []ServerHealth {
-	out := make([]ServerHealth, len(c.conns))
-	for i, s := range c.conns {
+	conns := c.members.Load().conns
+	out := make([]ServerHealth, len(conns))
+	for i, s := range conns {
 		out[i] = s.health.snapshot(s.addr)
 	}
 	return out
@@ -218,7 +237,7 @@ func (c *Client) Close() error {
 		b.flush()
 	}
 	c.wg.Wait()
-	for _, s := range c.conns {
+	for _, s := range c.members.Load().conns {
 		s.close()
 	}
 	return nil
@@ -303,7 +322,7 @@ func (c *Client) send(ctx context.Context, s int, ops []wire.Op, results []wire.
 			args.RingID = c.ring.ID()
 		}
 		var reply wire.BatchReply
-		if err := c.conns[s].call(ctx, &args, &reply); err != nil {
+		if err := c.members.Load().conns[s].call(ctx, &args, &reply); err != nil {
 			fill(results, wire.StatusUnavail)
 			return err
 		}

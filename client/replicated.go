@@ -81,7 +81,7 @@ func (c *Client) leaderOf(shard int) int { return int(c.leaders[shard].Load()) }
 // nextReplica moves shard's believed leader from server from to the next
 // replica, unless someone already moved it.
 func (c *Client) nextReplica(shard, from int) {
-	reps := c.layout.Replicas(shard)
+	reps := c.place.Load().replicas[shard]
 	i := slices.Index(reps, from)
 	c.leaders[shard].CompareAndSwap(int32(from), int32(reps[(i+1)%len(reps)]))
 }
@@ -96,11 +96,13 @@ func (c *Client) sendShard(ctx context.Context, shard int, ops []wire.Op, result
 	args := wire.BatchArgs{RingID: c.layout.ID(), Shard: uint32(shard), Session: sess.id, Seq: sess.seq, Ops: ops}
 	backoff := retryBackoffMin
 	var lastErr error
-	for attempt := 0; ; attempt++ {
+	quick := 0 // redirects followed without a pause
+	for {
 		srv := c.leaderOf(shard)
+		ms := c.members.Load()
 		var reply wire.BatchReply
 		actx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
-		err := c.conns[srv].call(actx, &args, &reply)
+		err := ms.conns[srv].call(actx, &args, &reply)
 		cancel()
 		redirected := false
 		switch {
@@ -112,22 +114,35 @@ func (c *Client) sendShard(ctx context.Context, shard int, ops []wire.Op, result
 			c.nextReplica(shard, srv)
 		case reply.Status != wire.StatusOK:
 			fill(results, reply.Status)
-			return fmt.Errorf("client: server %s rejected the batch (%s): %s", c.cfg.Servers[srv], reply.Status, reply.Err)
+			return fmt.Errorf("client: server %s rejected the batch (%s): %s", ms.addrs[srv], reply.Status, reply.Err)
 		case len(reply.Results) != len(ops):
-			lastErr = fmt.Errorf("client: server %s sent %d results for %d ops", c.cfg.Servers[srv], len(reply.Results), len(ops))
+			lastErr = fmt.Errorf("client: server %s sent %d results for %d ops", ms.addrs[srv], len(reply.Results), len(ops))
 			c.nextReplica(shard, srv)
 		case retryStatus(reply.Results) == wire.StatusOK:
 			copy(results, reply.Results)
 			return nil
 		default:
-			lastErr = fmt.Errorf("client: shard %d: %s answered %s", shard, c.cfg.Servers[srv], retryStatus(reply.Results))
-			if hint := slices.Index(c.cfg.Servers, reply.Leader); hint >= 0 && hint != srv {
+			st := retryStatus(reply.Results)
+			lastErr = fmt.Errorf("client: shard %d: %s answered %s", shard, ms.addrs[srv], st)
+			hint, known := ms.index[reply.Leader]
+			if st == wire.StatusMoved || (reply.Leader != "" && !known) {
+				// Our map is stale: the shard moved, or its leader is a
+				// server we have not heard of.
+				c.refreshMap(ctx)
+				hint, known = c.members.Load().index[reply.Leader]
+				if st == wire.StatusMoved && c.leaderOf(shard) != srv {
+					redirected = true
+					break
+				}
+			}
+			if known && hint != srv {
 				redirected = c.leaders[shard].CompareAndSwap(int32(srv), int32(hint)) || c.leaderOf(shard) != srv
 			} else {
 				c.nextReplica(shard, srv)
 			}
 		}
-		if redirected && attempt == 0 {
+		if redirected && quick < 2 {
+			quick++
 			continue // a fresh hint: follow it at once
 		}
 		wait := backoff/2 + rand.N(backoff/2+1)
@@ -142,10 +157,11 @@ func (c *Client) sendShard(ctx context.Context, shard int, ops []wire.Op, result
 
 // retryStatus returns the status of the first op that must be resent
 // (its replica was not the leader, or lost leadership before the write's
-// fate was known), or StatusOK when none must.
+// fate was known, or the shard is not on that server), or StatusOK when
+// none must.
 func retryStatus(results []wire.Result) wire.Status {
 	for i := range results {
-		if st := results[i].Status; st == wire.StatusNotLeader || st == wire.StatusUnknown {
+		if st := results[i].Status; st == wire.StatusNotLeader || st == wire.StatusUnknown || st == wire.StatusMoved {
 			return st
 		}
 	}

@@ -92,13 +92,21 @@ func newReplicatedBackend(cfg *Config, apply *applier, stats *Stats) (backend, w
 	if len(servers) == 0 {
 		servers = []string{cfg.Self}
 	}
-	l, err := shard.New(servers, cfg.Shards, max(cfg.Replicas, 1), cfg.VirtualNodes)
+	admin := client.Admin{TLS: peerTLS(cfg)}
+	shards, rf, vnodes := cfg.Shards, max(cfg.Replicas, 1), cfg.VirtualNodes
+	start, err := joinMap(cfg, admin)
+	if err != nil {
+		return nil, wire.Layout{}, err
+	}
+	if start != nil {
+		servers, shards, rf, vnodes = start.Servers, start.Shards, start.RF, start.VirtualNodes
+	}
+	l, err := shard.New(servers, shards, rf, vnodes)
 	if err != nil {
 		return nil, wire.Layout{}, fmt.Errorf("kvs: %w", err)
 	}
-	layout := wire.Layout{Servers: l.Servers(), VirtualNodes: cfg.VirtualNodes, Replicas: l.RF(), Shards: l.Shards()}
-	admin := client.Admin{TLS: peerTLS(cfg)}
-	rc := replica.Config{Layout: l, Self: cfg.Self, DataDir: cfg.DataDir, NoSync: cfg.NoSync,
+	layout := wire.Layout{Servers: l.Servers(), VirtualNodes: vnodes, Replicas: l.RF(), Shards: l.Shards()}
+	rc := replica.Config{Layout: l, Map: start, VirtualNodes: vnodes, Self: cfg.Self, DataDir: cfg.DataDir, NoSync: cfg.NoSync,
 		Timing: cfg.Raft, SessionTTL: cfg.SessionTTL, NewStore: storeMaker(cfg.Store), Dial: raftDialer(cfg, stats),
 		PeerStatus: admin.Status, LeaseReads: cfg.ReadMode == ReadLease, Logger: cfg.Logger}
 	if cfg.plantLease > 0 {
@@ -108,13 +116,46 @@ func newReplicatedBackend(cfg *Config, apply *applier, stats *Stats) (backend, w
 	if err != nil {
 		return nil, layout, err
 	}
-	fwd, err := client.New(client.Config{Servers: servers, VirtualNodes: cfg.VirtualNodes,
+	fwd, err := client.New(client.Config{Servers: servers, VirtualNodes: vnodes,
 		Replicas: l.RF(), Shards: l.Shards(), TLS: peerTLS(cfg)})
 	if err != nil {
 		_ = set.Close()
 		return nil, layout, fmt.Errorf("kvs: forwarding client: %w", err)
 	}
-	return &replicatedBackend{set: set, apply: apply, stats: stats, fwd: fwd, log: cfg.Logger}, layout, nil
+	b := &replicatedBackend{set: set, apply: apply, stats: stats, fwd: fwd, log: cfg.Logger, stop: make(chan struct{})}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		b.followMap(admin, b.stop)
+	}()
+	return b, layout, nil
+}
+
+// joinTimeout bounds asking a member for the map when joining.
+const joinTimeout = 10 * time.Second
+
+// joinMap returns the map a joining server starts from: the one saved in
+// its data dir by an earlier run, else the one cfg.Join answers. Nil when
+// the server is not joining.
+func joinMap(cfg *Config, admin client.Admin) (*shard.Map, error) {
+	if cfg.Join == "" {
+		return nil, nil
+	}
+	if saved, err := replica.LoadMap(cfg.DataDir); err != nil || saved != nil {
+		return saved, err
+	}
+	l, err := admin.Layout(cfg.Join, joinTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("kvs: joining through %s: %w", cfg.Join, err)
+	}
+	if l.Epoch == 0 {
+		return nil, fmt.Errorf("kvs: joining through %s: it is not a replicated server", cfg.Join)
+	}
+	m, err := shard.FromWire(l)
+	if err != nil {
+		return nil, fmt.Errorf("kvs: joining through %s: %w", cfg.Join, err)
+	}
+	return m, nil
 }
 
 // storeMaker returns a constructor of empty stores of proto's kind, for

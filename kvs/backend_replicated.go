@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 
 	"github.com/batchkv/batchkv/client"
@@ -22,6 +23,11 @@ type replicatedBackend struct {
 	log   *slog.Logger
 	// staleReads plants a bug for tests (SetStaleReadsForTest).
 	staleReads atomic.Bool
+	// serveByMap plants a bug for tests (SetServeByMapForTest).
+	serveByMap atomic.Bool
+	// stop ends followMap, which wg waits for.
+	stop chan struct{}
+	wg   sync.WaitGroup
 }
 
 func (b *replicatedBackend) batch(args *wire.BatchArgs, reply *wire.BatchReply, cl *call) {
@@ -32,8 +38,8 @@ func (b *replicatedBackend) batch(args *wire.BatchArgs, reply *wire.BatchReply, 
 		forward(b.fwd, b.stats, args.Ops, reply.Results)
 	case args.RingID != layout.ID():
 		reply.Status = wire.StatusWrongRing
-		reply.Err = fmt.Sprintf("batch routed with layout %016x; this server's is %016x (%d shards, RF %d, servers %v)",
-			args.RingID, layout.ID(), layout.Shards(), layout.RF(), layout.Servers())
+		reply.Err = fmt.Sprintf("batch routed with layout %016x; this server's is %016x (%d shards)",
+			args.RingID, layout.ID(), layout.Shards())
 		return
 	default:
 		reply.Results = make([]wire.Result, len(args.Ops))
@@ -41,9 +47,11 @@ func (b *replicatedBackend) batch(args *wire.BatchArgs, reply *wire.BatchReply, 
 		if g := b.set.Group(sh); g != nil {
 			b.serveShard(g, args, reply, cl)
 		} else {
-			fill(reply.Results, wire.StatusNotLeader)
-			if sh < layout.Shards() {
-				reply.Leader = layout.Servers()[layout.Preferred(sh)]
+			// Not here under this server's map: the sender's map is
+			// stale (or this one is), a redirect like Redis's MOVED.
+			fill(reply.Results, wire.StatusMoved)
+			if reps := b.set.Map().Replicas(sh); len(reps) > 0 {
+				reply.Leader = reps[0]
 			}
 		}
 	}
@@ -60,7 +68,11 @@ func (b *replicatedBackend) shards(withDigest bool) []wire.ShardStatus {
 	return b.set.Status(withDigest)
 }
 
-func (b *replicatedBackend) close() error { return errors.Join(b.fwd.Close(), b.set.Close()) }
+func (b *replicatedBackend) close() error {
+	close(b.stop)
+	b.wg.Wait()
+	return errors.Join(b.fwd.Close(), b.set.Close())
+}
 
 func fill(results []wire.Result, st wire.Status) {
 	for i := range results {

@@ -127,7 +127,7 @@ func (b *replicatedBackend) serveShard(g *replica.Group, args *wire.BatchArgs, r
 		// Within a leader's lease (lease reads on) no barrier is needed.
 		// The bug planted by SetStaleReadsForTest: read-only batches skip
 		// the barrier.
-		if !g.ReadLease() && !b.staleReads.Load() {
+		if !g.ReadLease() && !b.staleReads.Load() && !b.plantedOwner(g) {
 			if err := g.ReadBarrier(); err != nil {
 				b.answerAll(p, results, wire.StatusNotLeader)
 				reply.Leader = g.LeaderHint()
@@ -183,6 +183,12 @@ func (b *replicatedBackend) serveShard(g *replica.Group, args *wire.BatchArgs, r
 	if len(p.reads) > 0 {
 		b.serveReads(g, p, results, cl)
 	}
+}
+
+// plantedOwner reports whether the bug planted by SetServeByMapForTest
+// lets this replica serve reads because the map prefers it.
+func (b *replicatedBackend) plantedOwner(g *replica.Group) bool {
+	return b.serveByMap.Load() && g.Placement()[0] == b.set.Self()
 }
 
 // serveReads reads the plan's free gets from the store into results.

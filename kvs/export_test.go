@@ -18,3 +18,11 @@ func ReplyBytesHeld(s *Server) int64 { return s.replies.held.Load() }
 func PlantLeaseForTest(cfg *Config, d time.Duration) {
 	cfg.ReadMode, cfg.plantLease = ReadLease, d
 }
+
+// SetServeByMapForTest plants a bug for the linearizability checker to
+// catch: a replica that its server's map names the shard's preferred one
+// serves the shard's read-only batches from its own store, leader or not
+// (ownership by the map rather than by Raft leadership).
+func SetServeByMapForTest(s *Server, on bool) {
+	s.svc.backend.(*replicatedBackend).serveByMap.Store(on)
+}

@@ -27,16 +27,21 @@ import (
 // a toxiproxy proxy of its own (package faultnet), so tests can cut, slow
 // or mute any server's links; clients talk to the servers directly.
 type replCluster struct {
-	t       *testing.T
-	addrs   []string
-	dirs    []string
-	shards  int
-	rf      int
+	t      *testing.T
+	addrs  []string
+	dirs   []string
+	shards int
+	rf     int
+	// initial is how many of addrs start as the cluster's members (0:
+	// all); the others start with Join, as spares to add.
+	initial int
 	links   *faultnet.Links
 	mu      sync.Mutex
 	servers []*kvs.Server // nil while stopped
 	stale   bool          // plant the stale-read bug in every server
-	timing  replica.Timing
+	// serveByMap plants kvs.SetServeByMapForTest in every server.
+	serveByMap bool
+	timing     replica.Timing
 	// readMode is every server's Config.ReadMode; plantLease, when set,
 	// plants a lease of that length, unchecked (kvs.PlantLeaseForTest).
 	readMode   string
@@ -96,7 +101,9 @@ func newReplCluster(t *testing.T, n, rf, shards int, opts ...func(*replCluster))
 		c.links.Close()
 	})
 	for i := range n {
-		c.start(i)
+		if c.initial == 0 || i < c.initial {
+			c.start(i) // spares are started by the test
+		}
 	}
 	return c
 }
@@ -107,6 +114,12 @@ func (c *replCluster) start(i int) {
 	cfg := kvs.Config{Self: c.addrs[i], Peers: c.addrs, Replicas: c.rf, Shards: c.shards, DataDir: c.dirs[i],
 		Logger: c.logger.With("server", i), DialRaft: c.links.Dialer(i, c.addrs), Raft: c.timing, Identity: c.nodeID,
 		ReadMode: c.readMode}
+	if c.initial > 0 {
+		cfg.Peers = c.addrs[:c.initial]
+		if i >= c.initial {
+			cfg.Peers, cfg.Join = nil, c.addrs[0]
+		}
+	}
 	if c.plantLease > 0 {
 		kvs.PlantLeaseForTest(&cfg, c.plantLease)
 	}
@@ -118,6 +131,7 @@ func (c *replCluster) start(i int) {
 		return err == nil
 	}, 5*time.Second, 20*time.Millisecond, "listen on %s: %v", c.addrs[i], err)
 	kvs.SetStaleReadsForTest(srv, c.stale)
+	kvs.SetServeByMapForTest(srv, c.serveByMap)
 	go func() { _ = srv.Serve(ln) }()
 	c.mu.Lock()
 	c.servers[i] = srv
@@ -143,7 +157,11 @@ func (c *replCluster) isolate(i int, on bool) {
 }
 
 func (c *replCluster) client(t *testing.T, tweak ...func(*client.Config)) *client.Client {
-	cfg := client.Config{Servers: c.addrs, Shards: c.shards, Replicas: c.rf, MaxBatchOps: 64, TLS: c.admin().TLS}
+	servers := c.addrs
+	if c.initial > 0 {
+		servers = c.addrs[:c.initial]
+	}
+	cfg := client.Config{Servers: servers, Shards: c.shards, Replicas: c.rf, MaxBatchOps: 64, TLS: c.admin().TLS}
 	for _, f := range tweak {
 		f(&cfg)
 	}

@@ -85,6 +85,12 @@ type Config struct {
 	// Shards is the number of shards of a replicated cluster; zero means
 	// one per server. Every server and client must use the same.
 	Shards int
+	// Join is the address of a member of a running replicated cluster
+	// that this server joins: it takes the cluster's shards, replication
+	// factor and map from it (Peers, Shards and Replicas are then
+	// ignored), hosts no shard until a move places one here (kvsctl
+	// add-server), and restarts from the map it saved in DataDir.
+	Join string
 	// DataDir holds the Raft logs and snapshots, one folder per shard.
 	// Required when replicated.
 	DataDir string
@@ -129,7 +135,7 @@ const (
 )
 
 // Replicated reports whether cfg makes a replicated server.
-func (c *Config) Replicated() bool { return c.Replicas > 1 || c.DataDir != "" }
+func (c *Config) Replicated() bool { return c.Replicas > 1 || c.DataDir != "" || c.Join != "" }
 
 func (c *Config) validate() error {
 	if c.HandshakeTimeout == 0 {

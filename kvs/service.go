@@ -14,7 +14,8 @@ import (
 type Service struct {
 	backend backend
 	stats   *Stats
-	// layout is what KVService.Layout answers.
+	// layout is what KVService.Layout answers, unless the server is
+	// replicated: then its current shard map.
 	layout wire.Layout
 	// self is this server's address as peers reach it; "" if not given.
 	self string
@@ -88,14 +89,23 @@ func (s *Service) Put(req *wire.PutRequest, _ *wire.PutResponse) error {
 // Layout answers how this cluster places keys (see client.Discover).
 func (s *Service) Layout(req *wire.LayoutRequest, resp *wire.Layout) error {
 	s.callOf(req)
-	*resp = s.layout
+	*resp = s.currentLayout()
 	return nil
+}
+
+// currentLayout is the layout this server routes with now: a replicated
+// server's current shard map.
+func (s *Service) currentLayout() wire.Layout {
+	if rb, ok := s.backend.(*replicatedBackend); ok {
+		return rb.set.Map().Wire()
+	}
+	return s.layout
 }
 
 // Status answers this server's view of the shards it replicates.
 func (s *Service) Status(req *wire.StatusRequest, resp *wire.StatusReply) error {
 	s.callOf(req)
-	resp.Layout = s.layout
+	resp.Layout = s.currentLayout()
 	resp.Self = s.self
 	resp.Shards = s.backend.shards(req.Digest)
 	if s.node != nil {

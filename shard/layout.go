@@ -1,11 +1,13 @@
 // Package shard places the shards of a replicated cluster on its servers.
 //
 // Keys map to shards by consistent hashing (package ring, over the shard
-// names), and shard i is replicated on RF consecutive servers starting at
-// server i mod N. That first replica is the shard's preferred leader, so
-// with S >= N shards each server prefers to lead about S/N of them. Servers
-// and clients compute the same layout from the same flags; its ID lets a
-// server refuse a batch routed with a different one.
+// names), and, in a cluster's initial layout, shard i is replicated on RF
+// consecutive servers starting at server i mod N. That first replica is
+// the shard's preferred leader, so with S >= N shards each server prefers
+// to lead about S/N of them. Servers and clients compute the same layout
+// from the same flags; its ID lets a server refuse a batch routed with a
+// different key-to-shard mapping. A Map is the placement as it changes
+// while the cluster runs, versioned by an epoch.
 package shard
 
 import (
@@ -55,16 +57,10 @@ func New(servers []string, shards, rf, vnodes int) (*Layout, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shard: %w", err)
 	}
-	h := xxhash.New()
-	var b []byte
-	b = binary.LittleEndian.AppendUint64(b, r.ID())
-	b = binary.LittleEndian.AppendUint64(b, uint64(rf))
-	for _, s := range servers {
-		b = binary.AppendUvarint(b, uint64(len(s)))
-		b = append(b, s...)
-	}
-	_, _ = h.Write(b)
-	id := h.Sum64()
+	// The ID covers key to shard only: the servers and the replication
+	// of shards change while the cluster runs (package membership),
+	// which the shard map's epoch tracks.
+	id := xxhash.Sum64(binary.LittleEndian.AppendUint64(nil, r.ID()))
 	if id == 0 {
 		id = 1 // zero means "unrouted" on the wire
 	}
@@ -83,7 +79,9 @@ func (l *Layout) RF() int { return l.rf }
 // Servers returns the servers' addresses; the caller must not modify them.
 func (l *Layout) Servers() []string { return l.servers }
 
-// ID fingerprints the servers, shards and replication factor.
+// ID fingerprints how keys map to shards: the number of shards and the
+// ring's virtual nodes. Servers and clients that agree on it route every
+// key to the same shard.
 func (l *Layout) ID() uint64 { return l.id }
 
 // Replicas returns the indexes (into Servers) of shard's replicas, its

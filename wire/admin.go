@@ -1,6 +1,9 @@
 package wire
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // The admin RPCs, KVService.Layout and KVService.Status, are served over
 // net/rpc's HTTP transport with gob (client.Discover and kvsctl use them);
@@ -27,6 +30,14 @@ type Layout struct {
 	Replicas int
 	// Shards is the number of shards of a replicated cluster.
 	Shards int
+	// Epoch is the version of a replicated cluster's shard map; every
+	// change of placement raises it. Zero from a cluster that is not
+	// replicated.
+	Epoch uint64
+	// Placement[s] are shard s's replicas, its preferred leader first;
+	// Meta are the replicas of the group that stores the map.
+	Placement [][]string
+	Meta      []string
 }
 
 // StatusRequest is the argument of KVService.Status.
@@ -91,4 +102,102 @@ type ShardStatus struct {
 	// asked for. Replicas that applied the same entries agree on it; it is
 	// meaningful when Applied is the same on each and does not move.
 	Digest uint64
+}
+
+// MembershipMethod is the net/rpc name of the admin RPC that changes
+// where shards live (package membership drives it).
+const MembershipMethod = "KVService.Membership"
+
+// MembershipOp is one step of a shard move.
+type MembershipOp uint8
+
+// The steps of a move. AddLearner, Promote, RemoveMember and
+// TransferLeader are Raft configuration changes made at the shard's
+// leader; OpenReplica and CloseReplica start and stop a replica on the
+// server called; Members reads a replica's view; CommitMap stores a new
+// map in the meta group (at its leader), ReadMap reads it there, and
+// PublishMap gives one to a server.
+const (
+	Members MembershipOp = iota + 1
+	OpenReplica
+	AddLearner
+	Promote
+	TransferLeader
+	RemoveMember
+	CloseReplica
+	CommitMap
+	PublishMap
+	ReadMap
+)
+
+// String names the op for progress lines and errors.
+func (op MembershipOp) String() string {
+	switch op {
+	case Members:
+		return "members"
+	case OpenReplica:
+		return "open-replica"
+	case AddLearner:
+		return "add-learner"
+	case Promote:
+		return "promote"
+	case TransferLeader:
+		return "transfer-leader"
+	case RemoveMember:
+		return "remove-member"
+	case CloseReplica:
+		return "close-replica"
+	case CommitMap:
+		return "commit-map"
+	case PublishMap:
+		return "publish-map"
+	case ReadMap:
+		return "read-map"
+	}
+	return fmt.Sprintf("membership-op(%d)", uint8(op))
+}
+
+// MetaShard is the shard number of the meta group in membership requests
+// and Raft connections: one past the last data shard, so MetaShard(S) for
+// a cluster of S shards.
+func MetaShard(shards int) int { return shards }
+
+// MembershipRequest is the argument of KVService.Membership.
+type MembershipRequest struct {
+	Op    MembershipOp
+	Shard int    // a data shard, or MetaShard for the meta group
+	Addr  string // the replica the op adds, promotes, removes or hands leadership to
+	// Peers are the shard's replicas, for OpenReplica: whom the new
+	// replica may accept Raft connections from.
+	Peers []string
+	// Map is the map to commit or publish, or for CloseReplica the map
+	// that no longer places the replica there (the server adopts it
+	// first if it is newer than its own); Expect is the epoch the meta
+	// group must hold for CommitMap to succeed (compare and set).
+	Map    Layout
+	Expect uint64
+}
+
+// Member is one server in a shard's Raft configuration.
+type Member struct {
+	Addr  string
+	Voter bool
+}
+
+// MembershipReply is what a membership op found.
+type MembershipReply struct {
+	// NotLeader says the server called does not lead the shard (or the
+	// meta group); Leader names the leader it knows, if any.
+	NotLeader bool
+	Leader    string
+	// State is the Raft state of the replica called (Leader, Follower,
+	// ...), or "" if it has none.
+	State string
+	// Members is the replica's Raft configuration, and Applied and
+	// Commit its log position, after the op.
+	Members []Member
+	Applied uint64
+	Commit  uint64
+	// Map is the meta group's map after CommitMap, or the server's map.
+	Map Layout
 }

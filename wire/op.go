@@ -49,6 +49,7 @@ const (
 	StatusUnavail   Status = 6 // the owner of the key could not be reached; not applied
 	StatusNotLeader Status = 7 // this replica does not lead the op's shard; not applied (see BatchReply.Leader)
 	StatusUnknown   Status = 8 // a write whose replication outcome is unknown: it may or may not have been applied
+	StatusMoved     Status = 9 // this server hosts no replica of the op's shard under its map; not applied (the sender's map is stale: BatchReply.Leader names a replica)
 )
 
 // String names the status for logs and errors.
@@ -72,6 +73,8 @@ func (s Status) String() string {
 		return "not the leader"
 	case StatusUnknown:
 		return "outcome unknown"
+	case StatusMoved:
+		return "moved"
 	default:
 		return fmt.Sprintf("status(%d)", uint8(s))
 	}

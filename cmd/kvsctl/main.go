@@ -7,6 +7,11 @@
 //	kvsctl -hosts 127.0.0.1:8080 leader 0
 //	kvsctl -hosts 127.0.0.1:8080 probe 0
 //	kvsctl -hosts 127.0.0.1:8080 top [-once] [-interval 1s] [-no-shards]
+//	kvsctl -hosts 127.0.0.1:8080 map
+//	kvsctl -hosts 127.0.0.1:8080 add-server 127.0.0.1:8083
+//	kvsctl -hosts 127.0.0.1:8080 remove-server 127.0.0.1:8081
+//	kvsctl -hosts 127.0.0.1:8080 move 3 127.0.0.1:8083
+//	kvsctl -hosts 127.0.0.1:8080 rebalance
 //
 // status asks every server for its view of the shards it replicates and
 // prints one line per replica: its state, the leader it knows, its term,
@@ -15,6 +20,14 @@
 // live view of every server at once, refreshed every second: ops/s, CPU,
 // memory, network, connections and errors per node, and at RF>1 each
 // shard's leader, term and replica lag; -once prints one table.
+//
+// map prints a replicated cluster's shard map and its epoch. add-server
+// makes a server started with -join a member and moves its share of
+// replicas and leaders onto it; remove-server moves every replica off a
+// server (alive or dead) so it can be stopped; move moves one replica of
+// a shard; rebalance evens out replicas and leaders. Each prints a line
+// per step and ends with what moved and how long it took (package
+// membership).
 package main
 
 import (
@@ -50,6 +63,7 @@ func run(args []string, stdout io.Writer) error {
 	tf := tlsflags.Register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: kvsctl [-hosts h:p,...] [-timeout d] [-tls-ca F -tls-cert F -tls-key F] status | top [-once] | get KEY | put KEY VALUE | delete KEY | leader SHARD | probe SHARD")
+		fmt.Fprintln(fs.Output(), "       kvsctl [-hosts ...] map | add-server ADDR | remove-server ADDR | move SHARD ADDR | rebalance")
 		fmt.Fprintln(fs.Output(), "       kvsctl certs init|issue ...   (kvsctl certs for help)")
 		fs.PrintDefaults()
 	}
@@ -71,6 +85,10 @@ func run(args []string, stdout io.Writer) error {
 	var admin client.Admin
 	if id != nil {
 		admin.TLS = id.ClientConfig()
+	}
+	switch cmd[0] {
+	case "map", "add-server", "remove-server", "move", "rebalance":
+		return membershipCmd(cmd, admin, strings.Split(*hosts, ","), max(*timeout, 10*time.Second), stdout)
 	}
 	cfg, err := discover(admin, strings.Split(*hosts, ","), *timeout)
 	if err != nil {

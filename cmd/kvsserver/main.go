@@ -3,6 +3,7 @@
 //	kvsserver -port 8080
 //	kvsserver -port 8080 -peers node0:8080,node1:8080 -self node1:8080
 //	kvsserver -port 8080 -peers n0:8080,n1:8080,n2:8080 -rf 3 -data-dir /var/lib/kvs
+//	kvsserver -host n3 -port 8080 -join n0:8080 -data-dir /var/lib/kvs   (then kvsctl add-server n3:8080)
 //
 // Every second it prints get/s, put/s and ops/s as the course skeleton's
 // server does, plus its CPU %, resident memory and network rates.
@@ -45,7 +46,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	port := fs.Int("port", 8080, "TCP port to listen on")
 	host := fs.String("host", "127.0.0.1", "address to listen on; a non-loopback one (or empty: all interfaces) needs TLS, or -insecure")
 	peers := fs.String("peers", "", "comma-separated host:port of every server, this one included (empty: a single server owning every key)")
-	self := fs.String("self", "", "this server's entry in -peers (default: the entry ending in :<port>, if only one does)")
+	self := fs.String("self", "", "this server's entry in -peers (default: the entry ending in :<port>, if only one does), or with -join its address as others reach it (default: -host:-port)")
+	join := fs.String("join", "", "host:port of any member of a running replicated cluster to join, in place of -peers (then kvsctl add-server this server); its shards, -rf and map come from the cluster")
 	vnodes := fs.Int("vnodes", 0, "virtual nodes per server on the ring; clients must use the same (0: the default, 1024)")
 	report := fs.Duration("report", time.Second, "interval of the rate report (0: no report)")
 	frameTimeout := fs.Duration("frame-timeout", 30*time.Second, "close a connection whose request frame stalls this long")
@@ -107,6 +109,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if *rf < 1 {
 		return fmt.Errorf("-rf %d: want at least 1", *rf)
 	}
+	if *join != "" {
+		if *peers != "" {
+			return errors.New("-join and -peers: give one (-join takes the members from the cluster)")
+		}
+		cfg.Join, cfg.Self = *join, *self
+	}
 	if *peers != "" {
 		cfg.Peers = strings.Split(*peers, ",")
 		cfg.Self = *self
@@ -117,7 +125,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			}
 		}
 	}
-	if cfg.Replicas > 1 || cfg.DataDir != "" {
+	if cfg.Replicated() {
 		if cfg.Self == "" {
 			cfg.Self = net.JoinHostPort(defaultHost(*host), strconv.Itoa(*port))
 		}

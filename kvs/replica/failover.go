@@ -56,7 +56,7 @@ func (g *Group) suspectLeader() {
 // decisions.
 func (g *Group) view() failover.View {
 	leader, _ := g.raft.LeaderWithID()
-	v := failover.View{Self: g.self, Replicas: g.replicas, Leader: string(leader),
+	v := failover.View{Self: g.self, Replicas: g.Placement(), Leader: string(leader),
 		Follower: g.raft.State() == raft.Follower, Log: failover.LogPosition{Index: g.raft.LastIndex()}}
 	if t, ok := g.raft.Stats()["last_log_term"]; ok {
 		_, _ = fmt.Sscan(t, &v.Log.Term)

@@ -95,10 +95,12 @@ const (
 // snapshot stores, and the shard's state machine. Its methods are safe for
 // concurrent use.
 type Group struct {
-	shard     int
-	self      string
-	preferred string
-	replicas  []string
+	shard int
+	self  string
+	dir   string // the replica's data: Raft log and snapshots
+	// place is the shard's replicas as the map has them, preferred leader
+	// first; a move changes it (SetPlacement).
+	place     atomic.Pointer[[]string]
 	raft      *raft.Raft
 	fsm       *shardFSM
 	stream    *stream
@@ -126,9 +128,12 @@ type Group struct {
 
 // groupConfig is what opening a replica group needs.
 type groupConfig struct {
-	shard     int
-	self      string
-	replicas  []string // addresses, preferred leader first
+	shard    int
+	self     string
+	replicas []string // addresses, preferred leader first
+	// join opens a replica that an existing group will add: it never
+	// bootstraps, and waits for the leader to send it the shard.
+	join      bool
 	dir       string
 	noSync    bool
 	timing    Timing
@@ -144,11 +149,12 @@ func openGroup(gc groupConfig) (g *Group, err error) {
 	if err := os.MkdirAll(gc.dir, dataDirMode); err != nil {
 		return nil, fmt.Errorf("replica: shard %d data dir: %w", gc.shard, err)
 	}
-	g = &Group{shard: gc.shard, self: gc.self, preferred: gc.replicas[0], replicas: gc.replicas,
+	g = &Group{shard: gc.shard, self: gc.self, dir: gc.dir,
 		log: gc.log.With("shard", gc.shard), notify: make(chan bool, 16),
 		observed: make(chan raft.Observation, 64), stop: make(chan struct{}), dial: gc.dial,
 		heartbeat: gc.timing.HeartbeatTimeout, timing: gc.timing.Failover.WithDefaults(), peerStat: gc.peerStat,
 		suspect: make(chan struct{}, 1)}
+	g.SetPlacement(gc.replicas)
 	g.lease.on, g.lease.dur, g.lease.base = gc.leases, gc.timing.LeaseRead, time.Now()
 	g.fsm = newShardFSM(gc.newStore, gc.sessionTT)
 	g.logs, err = raftboltdb.New(raftboltdb.Options{Path: filepath.Join(gc.dir, "raft.db"), NoSync: gc.noSync})
@@ -199,7 +205,7 @@ func openGroup(gc groupConfig) (g *Group, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("replica: shard %d raft: %w", gc.shard, err)
 	}
-	if !existing {
+	if !existing && !gc.join {
 		var conf raft.Configuration
 		for _, r := range gc.replicas {
 			conf.Servers = append(conf.Servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(r), Address: raft.ServerAddress(r)})
@@ -217,7 +223,7 @@ func openGroup(gc groupConfig) (g *Group, err error) {
 		return false
 	})
 	g.raft.RegisterObserver(g.observer)
-	if !existing && g.self == g.preferred && len(g.replicas) > 1 {
+	if !existing && !gc.join && g.self == gc.replicas[0] && len(gc.replicas) > 1 {
 		g.wg.Add(1)
 		go g.leadFirst()
 	}
@@ -390,7 +396,7 @@ func (g *Group) await(f raft.Future) error {
 // Status reports the replica's view of its shard, with the content digest
 // when withDigest.
 func (g *Group) Status(withDigest bool) wire.ShardStatus {
-	st := wire.ShardStatus{Shard: g.shard, Replicas: g.replicas, State: g.raft.State().String(),
+	st := wire.ShardStatus{Shard: g.shard, Replicas: g.Placement(), State: g.raft.State().String(),
 		Leader: g.LeaderHint(), Term: g.raft.CurrentTerm(), LastIndex: g.raft.LastIndex(),
 		Commit: g.raft.CommitIndex(), Applied: g.raft.AppliedIndex(), Keys: g.fsm.current().Len(),
 		Restores: g.fsm.restores.Load()}

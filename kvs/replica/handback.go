@@ -16,7 +16,8 @@ func (g *Group) watchHandBack() {
 	defer g.wg.Done()
 	tick := time.NewTicker(g.timing.HandBackEvery)
 	defer tick.Stop()
-	hb := failover.NewHandBack(g.self, g.preferred, g.timing)
+	preferred := g.Placement()[0]
+	hb := failover.NewHandBack(g.self, preferred, g.timing)
 	for {
 		select {
 		case <-g.stop:
@@ -29,15 +30,20 @@ func (g *Group) watchHandBack() {
 				hb.HeartbeatResumed(string(d.PeerID), time.Now())
 			}
 		case now := <-tick.C:
+			if p := g.Placement()[0]; p != preferred {
+				// A move changed the preferred replica: start afresh.
+				preferred = p
+				hb = failover.NewHandBack(g.self, preferred, g.timing)
+			}
 			if !hb.Tick(now, g.raft.State() == raft.Leader) {
 				continue
 			}
-			g.log.Info("handing leadership to the preferred replica", "to", g.preferred)
+			g.log.Info("handing leadership to the preferred replica", "to", preferred)
 			// The preferred replica will be elected at once: no lease read
 			// may be served from here on.
 			g.lease.giveUp()
-			if err := g.raft.LeadershipTransferToServer(raft.ServerID(g.preferred), raft.ServerAddress(g.preferred)).Error(); err != nil {
-				g.log.Info("leadership transfer failed", "to", g.preferred, "err", err)
+			if err := g.raft.LeadershipTransferToServer(raft.ServerID(preferred), raft.ServerAddress(preferred)).Error(); err != nil {
+				g.log.Info("leadership transfer failed", "to", preferred, "err", err)
 			}
 			g.lease.resume()
 		}

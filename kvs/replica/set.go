@@ -7,6 +7,8 @@ import (
 	"net"
 	"path/filepath"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/batchkv/batchkv/kvs/store"
@@ -21,10 +23,17 @@ const DefaultSessionTTL = 10 * time.Minute
 
 // Config configures the replicas a server hosts.
 type Config struct {
-	// Layout places every shard's replicas on the servers.
+	// Layout maps keys to shards, and gives the initial placement when
+	// Map is nil.
 	Layout *shard.Layout
+	// Map is the placement a joining server starts from (it asked a
+	// member for it); nil on the initial servers.
+	Map *shard.Map
+	// VirtualNodes is the ring's virtual nodes per shard, recorded in the
+	// map.
+	VirtualNodes int
 	// Self is this server's address, as peers and clients reach it, and
-	// its Raft server ID. It must be one of Layout's servers.
+	// its Raft server ID. It must be a member under the map.
 	Self string
 	// DataDir holds the Raft logs and snapshots, one folder per shard.
 	DataDir string
@@ -60,20 +69,35 @@ type Config struct {
 }
 
 // Set is the replicas of the shards one server hosts, one Raft group
-// each. Its methods are safe for concurrent use.
+// each, and the shard map this server knows. Its methods are safe for
+// concurrent use.
 type Set struct {
+	cfg    Config
 	layout *shard.Layout
-	groups []*Group // by shard; nil where this server hosts no replica
+	// initial is the epoch-1 map from the flags, which the meta group
+	// holds until its first commit; nil on a server that joined later.
+	initial *shard.Map
+	m       atomic.Pointer[shard.Map]
+	// groups holds this server's replicas by shard, with the meta group
+	// last (index wire.MetaShard); nil where it hosts none. Replaced
+	// whole, under mu, when a replica opens or closes.
+	groups atomic.Pointer[[]*Group]
+	mu     sync.Mutex // opens, closes, map adoption
+	metaMu sync.Mutex // serializes CommitMap
+	closed bool       // guarded by mu
 }
 
+// mapFile is the file in the data dir that keeps the last map a server
+// adopted, so that it restarts with the current placement.
+const mapFile = "map.json"
+
 // Open opens (creating or recovering from DataDir) a replica of every
-// shard that cfg.Layout places on cfg.Self, and starts its Raft node.
+// shard that the map places on cfg.Self, and of the meta group if it is
+// one of its replicas, and starts their Raft nodes. The map is the one
+// saved in DataDir if it is newer than cfg.Map (or, with cfg.Map nil, the
+// initial map of cfg.Layout). Only the initial map's replicas bootstrap
+// their groups; later ones wait for their leader.
 func Open(cfg Config) (*Set, error) {
-	servers := cfg.Layout.Servers()
-	me := slices.Index(servers, cfg.Self)
-	if me < 0 {
-		return nil, fmt.Errorf("replica: %q is not among the servers %v", cfg.Self, servers)
-	}
 	if cfg.NewStore == nil {
 		cfg.NewStore = func() store.Store { return store.NewArena() }
 	}
@@ -94,57 +118,146 @@ func Open(cfg Config) (*Set, error) {
 			return nil, errors.New("replica: lease reads need PeerStatus: a crashed leader is replaced by the silence check")
 		}
 	}
-	s := &Set{layout: cfg.Layout, groups: make([]*Group, cfg.Layout.Shards())}
-	for _, sh := range cfg.Layout.Hosted(me) {
-		var reps []string
-		for _, i := range cfg.Layout.Replicas(sh) {
-			reps = append(reps, servers[i])
-		}
-		g, err := openGroup(groupConfig{
-			shard: sh, self: cfg.Self, replicas: reps, dir: filepath.Join(cfg.DataDir, fmt.Sprintf("shard-%d", sh)),
-			noSync: cfg.NoSync, timing: cfg.Timing, dial: cfg.Dial, peerStat: cfg.PeerStatus,
-			newStore: cfg.NewStore, sessionTT: cfg.SessionTTL, leases: cfg.LeaseReads, log: cfg.Logger,
-		})
-		if err != nil {
-			_ = s.Close()
+	s := &Set{cfg: cfg, layout: cfg.Layout}
+	m := cfg.Map
+	if m == nil {
+		m = shard.Initial(cfg.Layout, cfg.VirtualNodes)
+	}
+	if m.Epoch == 1 {
+		s.initial = m
+	}
+	if saved, err := LoadMap(cfg.DataDir); err != nil {
+		return nil, err
+	} else if saved != nil && saved.Epoch > m.Epoch {
+		m = saved
+	}
+	if err := s.compatible(m); err != nil {
+		return nil, err
+	}
+	if !slices.Contains(m.Servers, cfg.Self) && cfg.Map == nil {
+		return nil, fmt.Errorf("replica: %q is not among the members %v", cfg.Self, m.Servers)
+	}
+	if err := saveMap(cfg.DataDir, m); err != nil {
+		return nil, err
+	}
+	s.m.Store(m)
+	groups := make([]*Group, m.Shards+1)
+	s.groups.Store(&groups)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, sh := range m.Hosted(cfg.Self) {
+		if err := s.openLocked(sh, m.Placement[sh], m.Epoch > 1); err != nil {
+			s.closeLocked()
 			return nil, err
 		}
-		s.groups[sh] = g
+	}
+	if slices.Contains(m.Meta, cfg.Self) {
+		if err := s.openLocked(m.Shards, m.Meta, m.Epoch > 1); err != nil {
+			s.closeLocked()
+			return nil, err
+		}
 	}
 	return s, nil
 }
 
-// Layout returns the shard layout the set was opened with.
-func (s *Set) Layout() *shard.Layout { return s.layout }
-
-// Group returns this server's replica of shard sh, or nil if it hosts
-// none.
-func (s *Set) Group(sh int) *Group {
-	if sh < 0 || sh >= len(s.groups) {
-		return nil
+// compatible checks that m places the same shards, keyed the same way,
+// as this server routes.
+func (s *Set) compatible(m *shard.Map) error {
+	if err := m.Validate(); err != nil {
+		return err
 	}
-	return s.groups[sh]
+	if m.Shards != s.layout.Shards() {
+		return fmt.Errorf("replica: map of %d shards; this server routes keys to %d", m.Shards, s.layout.Shards())
+	}
+	return nil
 }
 
-// Replicas returns the addresses of shard sh's replicas, or nil for no
-// such shard.
-func (s *Set) Replicas(sh int) []string {
-	if sh < 0 || sh >= s.layout.Shards() {
+// openLocked starts this server's replica of shard sh (or of the meta
+// group, sh == Shards) with replicas as its placement.
+func (s *Set) openLocked(sh int, replicas []string, join bool) error {
+	dir := fmt.Sprintf("shard-%d", sh)
+	if sh == s.layout.Shards() {
+		dir = "meta"
+	}
+	c := s.cfg
+	g, err := openGroup(groupConfig{
+		shard: sh, self: c.Self, replicas: replicas, join: join, dir: filepath.Join(c.DataDir, dir),
+		noSync: c.NoSync, timing: c.Timing, dial: c.Dial, peerStat: c.PeerStatus,
+		newStore: c.NewStore, sessionTT: c.SessionTTL, leases: c.LeaseReads, log: c.Logger,
+	})
+	if err != nil {
+		return err
+	}
+	groups := slices.Clone(*s.groups.Load())
+	groups[sh] = g
+	s.groups.Store(&groups)
+	return nil
+}
+
+// Layout returns the key-to-shard layout the set was opened with.
+func (s *Set) Layout() *shard.Layout { return s.layout }
+
+// Self returns this server's address.
+func (s *Set) Self() string { return s.cfg.Self }
+
+// Map returns the shard map this server knows.
+func (s *Set) Map() *shard.Map { return s.m.Load() }
+
+// Group returns this server's replica of data shard sh, or nil if it
+// hosts none.
+func (s *Set) Group(sh int) *Group {
+	groups := *s.groups.Load()
+	if sh < 0 || sh >= len(groups)-1 {
 		return nil
 	}
-	servers := s.layout.Servers()
-	var out []string
-	for _, i := range s.layout.Replicas(sh) {
-		out = append(out, servers[i])
+	return groups[sh]
+}
+
+// Meta returns this server's replica of the meta group, or nil.
+func (s *Set) Meta() *Group {
+	groups := *s.groups.Load()
+	return groups[len(groups)-1]
+}
+
+// group returns the replica of sh, the meta group included, or nil.
+func (s *Set) group(sh int) *Group {
+	groups := *s.groups.Load()
+	if sh < 0 || sh >= len(groups) {
+		return nil
 	}
-	return out
+	return groups[sh]
+}
+
+// Replicas returns who may speak Raft for shard sh (or the meta group):
+// its replicas under this server's map, under the map its replica here
+// was opened or last updated with, and in that replica's Raft
+// configuration. Nil for no such shard.
+func (s *Set) Replicas(sh int) []string {
+	m := s.Map()
+	var out []string
+	switch {
+	case sh >= 0 && sh < m.Shards:
+		out = slices.Clone(m.Placement[sh])
+	case sh == m.Shards:
+		out = slices.Clone(m.Meta)
+	default:
+		return nil
+	}
+	if g := s.group(sh); g != nil {
+		out = append(out, g.Placement()...)
+		for _, mb := range g.Members() {
+			out = append(out, mb.Addr)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // Accept hands an inbound Raft connection for shard sh, whose Preamble
 // and shard number have been read, to that shard's transport. On error
 // the caller still owns c.
 func (s *Set) Accept(c net.Conn, sh int) error {
-	g := s.Group(sh)
+	g := s.group(sh)
 	if g == nil {
 		return fmt.Errorf("%w: shard %d", ErrNoSuchShard, sh)
 	}
@@ -158,7 +271,8 @@ func (s *Set) Accept(c net.Conn, sh int) error {
 // withDigest (a full scan of each shard).
 func (s *Set) Status(withDigest bool) []wire.ShardStatus {
 	var out []wire.ShardStatus
-	for _, g := range s.groups {
+	groups := *s.groups.Load()
+	for _, g := range groups[:len(groups)-1] {
 		if g != nil {
 			out = append(out, g.Status(withDigest))
 		}
@@ -166,11 +280,20 @@ func (s *Set) Status(withDigest bool) []wire.ShardStatus {
 	return out
 }
 
-// Close shuts every replica down and waits for it. It is not safe to call
-// twice.
+// Close shuts every replica down and waits for it.
 func (s *Set) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closeLocked()
+}
+
+func (s *Set) closeLocked() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
 	var errs []error
-	for _, g := range s.groups {
+	for _, g := range *s.groups.Load() {
 		if g != nil {
 			errs = append(errs, g.close())
 		}

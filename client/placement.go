@@ -1,0 +1,123 @@
+package client
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/batchkv/batchkv/wire"
+)
+
+// members are the servers a client knows, with a connection pool each.
+// The list only grows: an index, once given, names the same server for
+// the life of the Client, so that beliefs stored as indexes stay valid.
+type members struct {
+	addrs []string
+	conns []*serverConn
+	index map[string]int
+}
+
+// with returns ms with addr added (ms itself is not changed).
+func (ms *members) with(addr string, conn *serverConn) *members {
+	out := &members{addrs: append(slices.Clone(ms.addrs), addr), conns: append(slices.Clone(ms.conns), conn),
+		index: make(map[string]int, len(ms.index)+1)}
+	for k, v := range ms.index {
+		out.index[k] = v
+	}
+	out.index[addr] = len(out.addrs) - 1
+	return out
+}
+
+// placement is where a replicated cluster's shards are, as the client
+// last learned: each shard's replicas (indexes into members), preferred
+// leader first, and the epoch of the map it came from (0 until the first
+// refresh: the initial layout computed from Config).
+type placement struct {
+	epoch    uint64
+	replicas [][]int
+}
+
+// mapRefresh keeps refreshes of the map to one at a time, and apart.
+type mapRefresh struct {
+	mu   sync.Mutex
+	last time.Time
+}
+
+// Map refreshes are at most this often; a refresh asks each server for
+// at most refreshTimeout.
+const (
+	refreshEvery   = 50 * time.Millisecond
+	refreshTimeout = time.Second
+)
+
+// Epoch returns the epoch of the shard map the client routes with: 0
+// until it has learned one from the servers.
+func (c *Client) Epoch() uint64 {
+	if p := c.place.Load(); p != nil {
+		return p.epoch
+	}
+	return 0
+}
+
+// refreshMap asks the servers the client knows for their shard maps and
+// adopts the newest, if newer than its own: servers that joined get
+// connections, and shards whose believed leader is no longer a replica
+// start again from their preferred replica. Concurrent callers wait for
+// one refresh.
+func (c *Client) refreshMap(ctx context.Context) {
+	before := c.Epoch()
+	c.refresh.mu.Lock()
+	defer c.refresh.mu.Unlock()
+	if c.Epoch() != before || time.Since(c.refresh.last) < refreshEvery {
+		return // another caller just refreshed
+	}
+	defer func() { c.refresh.last = time.Now() }()
+	addrs := c.members.Load().addrs
+	maps := make([]wire.Layout, len(addrs))
+	var wg sync.WaitGroup
+	admin := Admin{TLS: c.cfg.TLS}
+	for i, addr := range addrs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			maps[i], _ = admin.Layout(addr, refreshTimeout)
+		}()
+	}
+	wg.Wait()
+	best := wire.Layout{Epoch: before}
+	for _, l := range maps {
+		if l.Epoch > best.Epoch && l.Shards == len(c.leaders) && len(l.Placement) == l.Shards {
+			best = l
+		}
+	}
+	if best.Epoch == before || ctx.Err() != nil {
+		return
+	}
+	c.adoptMap(best)
+}
+
+// adoptMap makes l the client's placement.
+func (c *Client) adoptMap(l wire.Layout) {
+	ms := c.members.Load()
+	for _, reps := range l.Placement {
+		for _, addr := range reps {
+			if _, ok := ms.index[addr]; !ok {
+				ms = ms.with(addr, newServerConn(addr, &c.cfg, &c.traffic))
+			}
+		}
+	}
+	c.members.Store(ms)
+	p := &placement{epoch: l.Epoch, replicas: make([][]int, len(l.Placement))}
+	for s, reps := range l.Placement {
+		for _, addr := range reps {
+			p.replicas[s] = append(p.replicas[s], ms.index[addr])
+		}
+	}
+	c.place.Store(p)
+	for s := range c.leaders {
+		if cur := int(c.leaders[s].Load()); !slices.Contains(p.replicas[s], cur) {
+			c.leaders[s].CompareAndSwap(int32(cur), int32(p.replicas[s][0]))
+		}
+	}
+}

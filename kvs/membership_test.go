@@ -1,0 +1,286 @@
+package kvs_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/stretchr/testify/require"
+
+	"github.com/batchkv/batchkv/client"
+	"github.com/batchkv/batchkv/internal/linz"
+	"github.com/batchkv/batchkv/membership"
+	"github.com/batchkv/batchkv/shard"
+	"github.com/batchkv/batchkv/wire"
+)
+
+// membershipCluster is 4 servers, RF=3 and 6 shards, of which the first
+// 3 start as members and the 4th joins as a spare.
+func membershipCluster(t *testing.T, opts ...func(*replCluster)) *replCluster {
+	c := newReplCluster(t, 4, 3, 6, append([]func(*replCluster){func(c *replCluster) { c.initial = 3 }}, opts...)...)
+	for sh := range 6 {
+		c.waitLeader(sh, -1)
+	}
+	return c
+}
+
+// driver returns a membership.Cluster on c that logs its steps, and
+// calls onStep (if set) with each.
+func (c *replCluster) driver(t *testing.T, onStep func(line string)) *membership.Cluster {
+	return &membership.Cluster{Admin: c.admin(), Seeds: c.addrs[:3], CatchUp: 5 * time.Second, RPCTimeout: 3 * time.Second,
+		Progress: func(line string) {
+			t.Log(line)
+			if onStep != nil {
+				onStep(line)
+			}
+		}}
+}
+
+// checkedLoad runs a porcupine-checked load on c's hot keys until the
+// returned function is called, which returns the history.
+func checkedLoad(t *testing.T, c *replCluster) (stop func() []porcupine.Operation, answered *atomic.Int64) {
+	h := linz.NewHistory()
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	answered = &atomic.Int64{}
+	cl := c.client(t, func(cfg *client.Config) { cfg.AttemptTimeout = time.Second })
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	go func() {
+		defer close(finished)
+		linz.Drive(6, 3, keyNames(12), 2*time.Millisecond, 10*time.Second, cl.Do, h, seed, done,
+			func(n int) { answered.Add(int64(n)) })
+	}()
+	return func() []porcupine.Operation {
+		close(done)
+		<-finished
+		return h.Ops()
+	}, answered
+}
+
+// requireConverged waits until every replica of every shard in m has
+// applied the same log and holds the same pairs.
+func requireConverged(t *testing.T, c *replCluster, m *shard.Map) {
+	t.Helper()
+	admin := c.admin()
+	why := ""
+	converged := func() bool {
+		digests := map[int]map[uint64]bool{}
+		for _, addr := range m.Servers {
+			st, err := admin.Status(addr, wire.StatusRequest{Digest: true}, 5*time.Second)
+			if err != nil {
+				why = err.Error()
+				return false
+			}
+			for _, s := range st.Shards {
+				if !slices.Contains(m.Placement[s.Shard], addr) {
+					why = fmt.Sprintf("%s still has a replica of shard %d", addr, s.Shard)
+					return false
+				}
+				if digests[s.Shard] == nil {
+					digests[s.Shard] = map[uint64]bool{}
+				}
+				digests[s.Shard][s.Digest^s.Applied<<32] = true
+			}
+		}
+		for sh := range m.Shards {
+			if len(digests[sh]) != 1 {
+				why = fmt.Sprintf("shard %d: replicas differ in (applied, digest): %v", sh, digests[sh])
+				return false
+			}
+		}
+		return true
+	}
+	for deadline := time.Now().Add(20 * time.Second); !converged(); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("replicas did not converge: %s", why)
+		}
+	}
+}
+
+// TestMembershipLinearizable: under a checked load and with 3,000 keys
+// written before, a 4th server joins and is added (it takes its share of
+// replicas and leaders), then one of the original servers is removed and
+// stopped. The history must be linearizable, every key must read back,
+// the map must place every shard on 3 members, and the replicas of each
+// shard must hold the same pairs.
+func TestMembershipLinearizable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("moves shards under load for about 15s")
+	}
+	c := membershipCluster(t)
+	bulk := c.client(t)
+	putAll(t, bulk, "bulk", 3000, valueOf("m"))
+	stop, answered := checkedLoad(t, c)
+	time.Sleep(500 * time.Millisecond)
+	drv := c.driver(t, nil)
+	c.start(3)
+	sum, err := drv.AddServer(c.addrs[3])
+	require.NoError(t, err)
+	require.NotEmpty(t, sum.Moves, "the new server took no replica")
+	before := answered.Load()
+	time.Sleep(500 * time.Millisecond)
+	sum, err = drv.RemoveServer(c.addrs[0])
+	require.NoError(t, err)
+	c.stop(0)
+	time.Sleep(500 * time.Millisecond)
+	ops := stop()
+	t.Logf("%d ops answered (%d before the removal)", answered.Load(), before)
+	require.Greater(t, answered.Load(), before, "no op was answered during the removal")
+	require.Equal(t, porcupine.Ok, check(t, ops))
+
+	m, err := drv.Map()
+	require.NoError(t, err)
+	require.NotContains(t, m.Servers, c.addrs[0])
+	require.Contains(t, m.Servers, c.addrs[3])
+	for sh, reps := range m.Placement {
+		require.Len(t, reps, 3, "shard %d", sh)
+		require.NotContains(t, reps, c.addrs[0], "shard %d", sh)
+	}
+	require.NotContains(t, m.Meta, c.addrs[0])
+	checkAll(t, c.client(t, func(cfg *client.Config) { cfg.Servers = c.addrs[1:] }), "bulk", 3000, valueOf("m"))
+	requireConverged(t, c, m)
+}
+
+// TestMoveKilledMidway stops the destination of a move while it catches
+// up (the move rolls back: the map and the group are as before), and the
+// source, which leads the shard, once the destination is a voter (the
+// move completes without it). Both under a checked load, which must stay
+// linearizable; afterwards rebalance and reconcile leave a clean map.
+func TestMoveKilledMidway(t *testing.T) {
+	if testing.Short() {
+		t.Skip("moves shards under load")
+	}
+	c := membershipCluster(t)
+	bulk := c.client(t)
+	putAll(t, bulk, "bulk", 2000, valueOf("k"))
+	stop, _ := checkedLoad(t, c)
+	c.start(3)
+	drv := c.driver(t, nil)
+	// Membership first: no replica moves yet.
+	m, err := drv.Map()
+	require.NoError(t, err)
+	require.NoError(t, drv.AddMember(c.addrs[3]))
+
+	// The destination dies after it was added as a learner.
+	const sh = 0
+	from := m.Placement[sh][1]
+	killer := c.driver(t, func(line string) {
+		if strings.Contains(line, "added as a learner") {
+			c.stop(3)
+		}
+	})
+	_, _, err = killer.Move(sh, from, c.addrs[3])
+	require.Error(t, err, "a move whose destination died must fail")
+	after, err := drv.Map()
+	require.NoError(t, err)
+	require.Equal(t, m.Placement[sh], after.Placement[sh], "a rolled-back move changed the map")
+
+	// The source, leading the shard, dies once the destination votes.
+	c.start(3)
+	lead := c.waitLeader(sh, -1)
+	killer = c.driver(t, func(line string) {
+		if strings.Contains(line, "is a voter") {
+			c.stop(lead)
+		}
+	})
+	next, mv, err := killer.Move(sh, c.addrs[lead], c.addrs[3])
+	require.NoError(t, err, "a move whose source died after the copy must complete")
+	t.Logf("moved shard %d in %v", sh, mv.Took)
+	require.Contains(t, next.Placement[sh], c.addrs[3])
+	require.NotContains(t, next.Placement[sh], c.addrs[lead])
+
+	ops := stop()
+	require.Equal(t, porcupine.Ok, check(t, ops))
+	// The source comes back with its old replica, which reconcile closes.
+	c.start(lead)
+	require.NoError(t, drv.Reconcile())
+	_, err = drv.Rebalance()
+	require.NoError(t, err)
+	final, err := drv.Map()
+	require.NoError(t, err)
+	checkAll(t, c.client(t), "bulk", 2000, valueOf("k"))
+	requireConverged(t, c, final)
+}
+
+// TestMembershipCheckerCatchesEarlySwitch: two planted bugs together
+// make the classic resharding mistake, ownership switched before the copy
+// finished. The driver names the new replica the shard's preferred
+// replica before it has caught up (membership.Cluster.PlantEarlySwitch),
+// and servers serve a shard's reads at the replica the map prefers, leader
+// or not (kvs.SetServeByMapForTest). With the new replica's links slowed,
+// reads of keys written before the move come back missing, and the
+// checker must say so; the same scenario without the plants is
+// linearizable.
+func TestMembershipCheckerCatchesEarlySwitch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("moves a shard")
+	}
+	for _, plant := range []bool{false, true} {
+		t.Run(fmt.Sprintf("planted=%v", plant), func(t *testing.T) {
+			c := membershipCluster(t, func(c *replCluster) { c.serveByMap = plant })
+			h := linz.NewHistory()
+			cl := c.client(t, func(cfg *client.Config) { cfg.AttemptTimeout = time.Second })
+			const sh = 2
+			layout, err := shard.New(c.addrs[:3], 6, 3, 0)
+			require.NoError(t, err)
+			var keys []string
+			for i := 0; len(keys) < 8; i++ {
+				if k := fmt.Sprintf("key%d", i); layout.Shard(k) == sh {
+					keys = append(keys, k)
+				}
+			}
+			do := func(cl *client.Client, id int, op wire.Op) {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				call := h.Now()
+				res, err := cl.Do(ctx, []wire.Op{op})
+				h.Record(id, []wire.Op{op}, res, err, call, h.Now())
+			}
+			for i, k := range keys {
+				do(cl, i, wire.Op{Code: wire.OpPut, Key: k, Value: "before"})
+			}
+			c.start(3)
+			require.NoError(t, c.links.SetLatency(3, 150*time.Millisecond))
+			drv := c.driver(t, nil)
+			drv.PlantEarlySwitch = plant
+			require.NoError(t, drv.AddMember(c.addrs[3]))
+			m, err := drv.Map()
+			require.NoError(t, err)
+			moved := make(chan error, 1)
+			go func() {
+				_, _, err := drv.Move(sh, m.Placement[sh][0], c.addrs[3])
+				moved <- err
+			}()
+			deadline := time.After(3 * time.Second)
+		reads:
+			for {
+				select {
+				case <-deadline:
+					break reads
+				default:
+				}
+				// A new client each round routes by the current map.
+				cfg, err := c.admin().Discover(c.addrs[1], time.Second)
+				require.NoError(t, err)
+				fresh, err := client.New(cfg)
+				require.NoError(t, err)
+				for i, k := range keys {
+					do(fresh, i, wire.Op{Code: wire.OpGet, Key: k})
+				}
+				_ = fresh.Close()
+			}
+			require.NoError(t, <-moved)
+			want := porcupine.Ok
+			if plant {
+				want = porcupine.Illegal
+			}
+			require.Equal(t, want, check(t, h.Ops()))
+		})
+	}
+}

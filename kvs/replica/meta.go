@@ -1,0 +1,219 @@
+package replica
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/batchkv/batchkv/shard"
+	"github.com/batchkv/batchkv/wire"
+)
+
+// The meta group is a Raft group like a shard's, on the replicas the map
+// names in Meta. Its store holds one key, metaKey, whose value is the
+// current map in JSON. The initial map (epoch 1) is implied, not stored:
+// every initial server computes it from its flags.
+const metaKey = "map"
+
+// ErrEpoch says a map change was based on a map that is no longer the
+// current one: someone else changed it first.
+var ErrEpoch = errors.New("replica: the map changed since it was read")
+
+// ReadMap returns the map the meta group holds. It must be called at the
+// meta group's leader; ErrNotLeader otherwise.
+func (s *Set) ReadMap() (*shard.Map, error) {
+	g := s.Meta()
+	if g == nil {
+		return nil, ErrNotLeader
+	}
+	if err := g.ReadBarrier(); err != nil {
+		return nil, err
+	}
+	raw, ok := g.Store().AppendGet(nil, metaKey)
+	if !ok {
+		if s.initial == nil {
+			return nil, errors.New("replica: the meta group holds no map and this server has no initial one")
+		}
+		return s.initial, nil
+	}
+	var l wire.Layout
+	if err := json.Unmarshal(raw, &l); err != nil {
+		return nil, fmt.Errorf("replica: the meta group's map: %w", err)
+	}
+	return shard.FromWire(l)
+}
+
+// CommitMap stores next in the meta group if the map it holds has epoch
+// expect (compare and set), and adopts it here. next must have epoch
+// expect+1. It must be called at the meta group's leader.
+func (s *Set) CommitMap(expect uint64, next *shard.Map) (*shard.Map, error) {
+	s.metaMu.Lock()
+	defer s.metaMu.Unlock()
+	g := s.Meta()
+	if g == nil {
+		return nil, ErrNotLeader
+	}
+	term := g.raft.CurrentTerm()
+	cur, err := s.ReadMap()
+	if err != nil {
+		return nil, err
+	}
+	if cur.Epoch != expect {
+		return cur, fmt.Errorf("%w: epoch %d, expected %d", ErrEpoch, cur.Epoch, expect)
+	}
+	if next.Epoch != expect+1 {
+		return cur, fmt.Errorf("replica: next map has epoch %d, want %d", next.Epoch, expect+1)
+	}
+	if err := s.compatible(next); err != nil {
+		return cur, err
+	}
+	raw, err := json.Marshal(next.Wire())
+	if err != nil {
+		return cur, err
+	}
+	entry := wire.AppendBatchArgs(nil, &wire.BatchArgs{Ops: []wire.Op{{Code: wire.OpPut, Key: metaKey, Value: string(raw)}}})
+	if _, err := g.Write(entry, ApplyTimeout); err != nil {
+		return cur, err
+	}
+	// Read, check and write all in one term: no other leader can have
+	// written between them.
+	if g.raft.CurrentTerm() != term {
+		return cur, fmt.Errorf("%w: the meta group's term moved during the change; its outcome is unknown", ErrNotLeader)
+	}
+	return next, s.Adopt(next)
+}
+
+// Adopt makes m this server's map if it is newer than the one it has:
+// it saves it, updates the placement of its replicas, and opens the
+// replicas m places here that it lacks (they wait for their leader to
+// send them the shard). Replicas m no longer places here keep running
+// until CloseReplica: the move that took them out closes them.
+func (s *Set) Adopt(m *shard.Map) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errors.New("replica: closed")
+	}
+	if m.Epoch <= s.Map().Epoch {
+		return nil
+	}
+	if err := s.compatible(m); err != nil {
+		return err
+	}
+	if err := saveMap(s.cfg.DataDir, m); err != nil {
+		return err
+	}
+	s.m.Store(m)
+	var errs []error
+	place := func(sh int, reps []string) {
+		g := s.group(sh)
+		switch {
+		case g != nil:
+			g.SetPlacement(reps)
+		case slices.Contains(reps, s.cfg.Self):
+			errs = append(errs, s.openLocked(sh, reps, true))
+		}
+	}
+	for sh, reps := range m.Placement {
+		place(sh, reps)
+	}
+	place(m.Shards, m.Meta)
+	return errors.Join(errs...)
+}
+
+// OpenReplica starts a replica of shard sh (or the meta group) here that
+// its leader will add: it accepts Raft connections from peers, and gets
+// the shard by snapshot. It does nothing if one is open.
+func (s *Set) OpenReplica(sh int, peers []string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errors.New("replica: closed")
+	}
+	if sh < 0 || sh > s.layout.Shards() {
+		return fmt.Errorf("%w: shard %d", ErrNoSuchShard, sh)
+	}
+	if s.group(sh) != nil {
+		return nil
+	}
+	if !slices.Contains(peers, s.cfg.Self) {
+		peers = append(slices.Clone(peers), s.cfg.Self)
+	}
+	return s.openLocked(sh, peers, true)
+}
+
+// CloseReplica stops this server's replica of shard sh (or the meta
+// group) and deletes its data. It refuses while the map places the shard
+// here: a move takes the replica out of the map first.
+func (s *Set) CloseReplica(sh int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.Map()
+	reps := m.Replicas(sh)
+	if sh == m.Shards {
+		reps = m.Meta
+	}
+	if slices.Contains(reps, s.cfg.Self) {
+		return fmt.Errorf("replica: the map (epoch %d) still places shard %d here", m.Epoch, sh)
+	}
+	g := s.group(sh)
+	if g == nil {
+		return nil
+	}
+	groups := slices.Clone(*s.groups.Load())
+	groups[sh] = nil
+	s.groups.Store(&groups)
+	err := g.close()
+	return errors.Join(err, os.RemoveAll(g.dir))
+}
+
+// LoadMap reads the map a server saved in its data dir dir, or returns
+// nil if there is none.
+func LoadMap(dir string) (*shard.Map, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, mapFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("replica: saved map: %w", err)
+	}
+	var l wire.Layout
+	if err := json.Unmarshal(raw, &l); err != nil {
+		return nil, fmt.Errorf("replica: saved map %s: %w", filepath.Join(dir, mapFile), err)
+	}
+	return shard.FromWire(l)
+}
+
+// saveMap writes m to dir durably: to a temporary file, synced, then
+// renamed over the old one.
+func saveMap(dir string, m *shard.Map) error {
+	if err := os.MkdirAll(dir, dataDirMode); err != nil {
+		return fmt.Errorf("replica: data dir: %w", err)
+	}
+	raw, err := json.MarshalIndent(m.Wire(), "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, mapFile+".tmp")
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("replica: saving the map: %w", err)
+	}
+	_, err = f.Write(raw)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(dir, mapFile))
+	}
+	if err != nil {
+		return fmt.Errorf("replica: saving the map: %w", err)
+	}
+	return nil
+}

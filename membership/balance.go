@@ -1,0 +1,121 @@
+package membership
+
+import (
+	"slices"
+
+	"github.com/batchkv/batchkv/shard"
+)
+
+// The planners below are pure functions of a map: each returns the next
+// single step towards balance, so that a command can apply it, read the
+// map again and ask for the next.
+
+// replicaCounts returns how many data shard replicas each member holds.
+func replicaCounts(m *shard.Map) map[string]int {
+	n := make(map[string]int, len(m.Servers))
+	for _, s := range m.Servers {
+		n[s] = 0
+	}
+	for _, reps := range m.Placement {
+		for _, r := range reps {
+			n[r]++
+		}
+	}
+	return n
+}
+
+// leaderCounts returns how many shards each member is the preferred
+// leader of.
+func leaderCounts(m *shard.Map) map[string]int {
+	n := make(map[string]int, len(m.Servers))
+	for _, s := range m.Servers {
+		n[s] = 0
+	}
+	for _, reps := range m.Placement {
+		n[reps[0]]++
+	}
+	return n
+}
+
+// balanceStep returns a move of one replica, of shard sh from the member
+// with the most replicas to the one with the fewest, or ok false when no
+// two members differ by more than one.
+func balanceStep(m *shard.Map) (sh int, from, to string, ok bool) {
+	n := replicaCounts(m)
+	byLoad := slices.Clone(m.Servers)
+	slices.SortStableFunc(byLoad, func(a, b string) int { return n[b] - n[a] })
+	for _, from := range byLoad {
+		for _, to := range slices.Backward(byLoad) {
+			if n[from]-n[to] <= 1 {
+				break
+			}
+			// Prefer a shard that from does not lead: its move needs no
+			// change of leader.
+			best := -1
+			for s, reps := range m.Placement {
+				if !slices.Contains(reps, from) || slices.Contains(reps, to) {
+					continue
+				}
+				if best < 0 || (m.Placement[best][0] == from && reps[0] != from) {
+					best = s
+				}
+			}
+			if best >= 0 {
+				return best, from, to, true
+			}
+		}
+	}
+	return 0, "", "", false
+}
+
+// drainStep returns the next replica to move off addr (a data shard, or
+// the meta group as shard m.Shards) and the member with the fewest
+// replicas that lacks one of it, or ok false when addr holds none.
+func drainStep(m *shard.Map, addr string) (sh int, to string, ok bool) {
+	n := replicaCounts(m)
+	target := func(reps []string) string {
+		best := ""
+		for _, s := range m.Servers {
+			if s != addr && !slices.Contains(reps, s) && (best == "" || n[s] < n[best]) {
+				best = s
+			}
+		}
+		return best
+	}
+	for s, reps := range m.Placement {
+		if slices.Contains(reps, addr) {
+			if to := target(reps); to != "" {
+				return s, to, true
+			}
+		}
+	}
+	if slices.Contains(m.Meta, addr) {
+		if to := target(m.Meta); to != "" {
+			return m.Shards, to, true
+		}
+	}
+	return 0, "", false
+}
+
+// leaderStep returns a shard whose preferred leader should become to, a
+// replica of it that prefers fewer shards, or ok false when no two
+// members' preferred counts differ by more than one (or no shard allows
+// evening them further).
+func leaderStep(m *shard.Map) (sh int, to string, ok bool) {
+	n := leaderCounts(m)
+	byLoad := slices.Clone(m.Servers)
+	slices.SortStableFunc(byLoad, func(a, b string) int { return n[b] - n[a] })
+	for _, from := range byLoad {
+		for _, to := range slices.Backward(byLoad) {
+			if n[from]-n[to] <= 1 {
+				break
+			}
+			for s, reps := range m.Placement {
+				if reps[0] == from && slices.Contains(reps, to) {
+					return s, to, true
+				}
+			}
+		}
+	}
+	return 0, "", false
+}

@@ -1,0 +1,224 @@
+// Package membership changes where a running replicated cluster keeps its
+// shards: it adds and removes servers, moves one replica of a shard from
+// one server to another, and evens out replicas and leaders. kvsctl's
+// add-server, remove-server, move, rebalance and map commands call it.
+//
+// A move of shard s from server A to server B, all while the shard
+// serves:
+//
+//  1. B opens an empty replica of s that waits for the shard's leader;
+//  2. the leader adds B to s's Raft group as a non-voter, and sends it a
+//     snapshot and the log since (a learner does not count toward
+//     commits, so a slow copy never stalls writes);
+//  3. once B has applied everything committed when it was added, the
+//     leader makes it a voter;
+//  4. if A leads, it hands leadership to the new preferred replica;
+//  5. the leader takes A out of the group;
+//  6. the meta group commits the next map (epoch + 1), with B in A's
+//     place, and every server is told of it;
+//  7. A closes its replica and deletes its data.
+//
+// The shard's data and its session table (exactly-once) travel inside the
+// Raft group, so no acknowledged write can be lost or applied twice by a
+// move; the map only tells clients and servers where to look, and a stale
+// one costs a redirect (wire.StatusMoved), never a wrong answer. A move
+// that fails before step 3 is rolled back (B leaves the group); one that
+// fails later leaves a group the next Reconcile writes into the map.
+package membership
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/batchkv/batchkv/client"
+	"github.com/batchkv/batchkv/shard"
+	"github.com/batchkv/batchkv/wire"
+)
+
+// Cluster drives membership changes through the admin RPCs of a
+// replicated cluster's servers. One Cluster (one kvsctl) should change a
+// cluster at a time; the meta group's compare-and-set on the epoch makes
+// a second one fail rather than undo the first's changes.
+type Cluster struct {
+	// Admin reaches the servers (its TLS config, if any).
+	Admin client.Admin
+	// Seeds are members to ask for the map first.
+	Seeds []string
+	// Progress, if set, receives one line per step.
+	Progress func(line string)
+	// CatchUp bounds how long a new replica may take to catch up before
+	// its move is rolled back. Zero means DefaultCatchUp.
+	CatchUp time.Duration
+	// RPCTimeout bounds each admin call. Zero means 10 s.
+	RPCTimeout time.Duration
+	// PlantEarlySwitch plants a bug for the linearizability checker to
+	// catch, in tests only: a move names the new replica the shard's
+	// preferred one in the map as soon as it is added, before it has
+	// caught up.
+	PlantEarlySwitch bool
+}
+
+// DefaultCatchUp is how long a new replica may take to catch up.
+const DefaultCatchUp = 2 * time.Minute
+
+// retryFor bounds how long a step that needs a leader retries while the
+// shard elects one.
+const retryFor = 15 * time.Second
+
+func (c *Cluster) say(format string, args ...any) {
+	if c.Progress != nil {
+		c.Progress(fmt.Sprintf(format, args...))
+	}
+}
+
+func (c *Cluster) timeout() time.Duration {
+	if c.RPCTimeout > 0 {
+		return c.RPCTimeout
+	}
+	return 10 * time.Second
+}
+
+func (c *Cluster) catchUp() time.Duration {
+	if c.CatchUp > 0 {
+		return c.CatchUp
+	}
+	return DefaultCatchUp
+}
+
+// call makes one membership op at addr.
+func (c *Cluster) call(addr string, req wire.MembershipRequest) (wire.MembershipReply, error) {
+	return c.Admin.Membership(addr, req, c.timeout())
+}
+
+// atLeader makes op at the leader of shard sh (or of the meta group),
+// trying candidates in turn and following leader hints until one answers
+// as leader, for up to retryFor.
+func (c *Cluster) atLeader(candidates []string, req wire.MembershipRequest) (string, wire.MembershipReply, error) {
+	deadline := time.Now().Add(retryFor)
+	var lastErr error
+	next := slices.Clone(candidates)
+	for i := 0; time.Now().Before(deadline); i++ {
+		addr := next[i%len(next)]
+		rep, err := c.call(addr, req)
+		if err == nil && req.Op == wire.Members && rep.State != "Leader" {
+			rep.NotLeader = true // any replica answers; we want the leader's view
+		}
+		switch {
+		case err != nil:
+			lastErr = err
+		case rep.NotLeader:
+			lastErr = fmt.Errorf("%s does not lead shard %d", addr, req.Shard)
+			if rep.Leader != "" && rep.Leader != addr {
+				if !slices.Contains(next, rep.Leader) {
+					next = append(next, rep.Leader)
+				}
+				leader := rep.Leader
+				rep, err = c.call(leader, req)
+				if err == nil && !rep.NotLeader && (req.Op != wire.Members || rep.State == "Leader") {
+					return leader, rep, nil
+				}
+			}
+		default:
+			return addr, rep, nil
+		}
+		if i%len(next) == len(next)-1 {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	return "", wire.MembershipReply{}, fmt.Errorf("membership: %s of shard %d: no leader answered: %w", req.Op, req.Shard, lastErr)
+}
+
+// Map returns the cluster's current map, read at the meta group's leader.
+func (c *Cluster) Map() (*shard.Map, error) {
+	var hint *shard.Map
+	var errs []error
+	for _, addr := range c.Seeds {
+		l, err := c.Admin.Layout(addr, c.timeout())
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if m, err := shard.FromWire(l); err == nil && (hint == nil || m.Epoch > hint.Epoch) {
+			hint = m
+		}
+	}
+	if hint == nil {
+		return nil, fmt.Errorf("membership: no seed answered with a shard map: %w", errors.Join(errs...))
+	}
+	_, rep, err := c.atLeader(hint.Meta, wire.MembershipRequest{Op: wire.ReadMap, Shard: wire.MetaShard(hint.Shards)})
+	if err != nil {
+		return nil, err
+	}
+	return shard.FromWire(rep.Map)
+}
+
+// commit makes next (epoch cur.Epoch+1) the cluster's map and tells every
+// server of cur and next about it.
+func (c *Cluster) commit(cur, next *shard.Map) error {
+	next.Epoch = cur.Epoch + 1
+	if err := next.Validate(); err != nil {
+		return err
+	}
+	_, _, err := c.atLeader(cur.Meta, wire.MembershipRequest{Op: wire.CommitMap, Shard: wire.MetaShard(cur.Shards),
+		Expect: cur.Epoch, Map: next.Wire()})
+	if err != nil {
+		return err
+	}
+	c.publish(next, cur.Servers)
+	return nil
+}
+
+// publish gives m to its members and to others (best effort: a server
+// that misses it learns it from the meta group within a second).
+func (c *Cluster) publish(m *shard.Map, others []string) {
+	to := slices.Clone(m.Servers)
+	for _, o := range others {
+		if !slices.Contains(to, o) {
+			to = append(to, o)
+		}
+	}
+	done := make(chan struct{}, len(to))
+	for _, addr := range to {
+		go func() {
+			_, _ = c.call(addr, wire.MembershipRequest{Op: wire.PublishMap, Shard: 0, Map: m.Wire()})
+			done <- struct{}{}
+		}()
+	}
+	for range to {
+		<-done
+	}
+}
+
+// members returns shard sh's Raft configuration as its leader has it.
+func (c *Cluster) members(m *shard.Map, sh int) (leader string, rep wire.MembershipReply, err error) {
+	return c.atLeader(placementOf(m, sh), wire.MembershipRequest{Op: wire.Members, Shard: sh})
+}
+
+// placementOf returns the replicas of shard sh, or of the meta group.
+func placementOf(m *shard.Map, sh int) []string {
+	if sh == wire.MetaShard(m.Shards) {
+		return m.Meta
+	}
+	return m.Placement[sh]
+}
+
+// setPlacement returns a copy of m with sh's replicas set to reps.
+func setPlacement(m *shard.Map, sh int, reps []string) *shard.Map {
+	next := m.Clone()
+	if sh == wire.MetaShard(m.Shards) {
+		next.Meta = slices.Clone(reps)
+	} else {
+		next.Placement[sh] = slices.Clone(reps)
+	}
+	return next
+}
+
+// shardName names sh for progress lines.
+func shardName(m *shard.Map, sh int) string {
+	if sh == wire.MetaShard(m.Shards) {
+		return "the meta group"
+	}
+	return fmt.Sprintf("shard %d", sh)
+}

@@ -1,0 +1,153 @@
+package membership
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/batchkv/batchkv/shard"
+	"github.com/batchkv/batchkv/wire"
+)
+
+// Moved is one replica move that completed.
+type Moved struct {
+	Shard    int    // a data shard, or the meta shard number
+	Name     string // "shard N" or "the meta group"
+	From, To string
+	Took     time.Duration
+	// CatchUp is how long the new replica took to apply what was
+	// committed when it was added (snapshot and log).
+	CatchUp time.Duration
+	// Keys is how many keys the new replica held once caught up.
+	Keys int
+}
+
+// Move moves shard sh's replica on from to to (see the package comment
+// for the steps), and returns the map after it.
+func (c *Cluster) Move(sh int, from, to string) (*shard.Map, Moved, error) {
+	start := time.Now()
+	mv := Moved{Shard: sh, From: from, To: to}
+	m, err := c.Map()
+	if err != nil {
+		return nil, mv, err
+	}
+	mv.Name = shardName(m, sh)
+	if sh < 0 || sh > wire.MetaShard(m.Shards) {
+		return m, mv, fmt.Errorf("membership: no shard %d (shards 0 to %d, meta %d)", sh, m.Shards-1, m.Shards)
+	}
+	name := shardName(m, sh)
+	reps := placementOf(m, sh)
+	switch {
+	case !slices.Contains(reps, from):
+		return m, mv, fmt.Errorf("membership: %s has no replica on %s (replicas %v)", name, from, reps)
+	case slices.Contains(reps, to):
+		return m, mv, fmt.Errorf("membership: %s already has a replica on %s", name, to)
+	case !slices.Contains(m.Servers, to):
+		return m, mv, fmt.Errorf("membership: %s is not a member; add-server it first", to)
+	}
+	// 1. An empty replica on to.
+	if _, err := c.call(to, wire.MembershipRequest{Op: wire.OpenReplica, Shard: sh, Peers: reps}); err != nil {
+		return m, mv, fmt.Errorf("membership: opening %s on %s: %w", name, to, err)
+	}
+	// 2. A learner: it gets the snapshot and the log, without a vote.
+	_, added, err := c.atLeader(reps, wire.MembershipRequest{Op: wire.AddLearner, Shard: sh, Addr: to})
+	if err != nil {
+		c.rollBack(m, sh, to)
+		return m, mv, err
+	}
+	c.say("%s: %s added as a learner (leader commit %d)", name, to, added.Commit)
+	var early *shard.Map
+	if c.PlantEarlySwitch {
+		early = setPlacement(m, sh, append([]string{to}, slices.DeleteFunc(slices.Clone(reps), func(r string) bool { return r == from })...))
+		if err := c.commit(m, early); err != nil {
+			return m, mv, err
+		}
+	}
+	// 3. Caught up, then a voter.
+	caught := time.Now()
+	keys, err := c.awaitCatchUp(sh, to, added.Commit)
+	if err != nil {
+		c.rollBack(m, sh, to)
+		return m, mv, err
+	}
+	mv.CatchUp, mv.Keys = time.Since(caught), keys
+	c.say("%s: %s caught up in %v (%d keys)", name, to, mv.CatchUp.Round(time.Millisecond), keys)
+	candidates := append(slices.Clone(reps), to)
+	leader, _, err := c.atLeader(candidates, wire.MembershipRequest{Op: wire.Promote, Shard: sh, Addr: to})
+	if err != nil {
+		c.rollBack(m, sh, to)
+		return m, mv, err
+	}
+	c.say("%s: %s is a voter", name, to)
+	// 4. The new placement has to in from's place; from must not lead.
+	next := slices.Clone(reps)
+	next[slices.Index(next, from)] = to
+	if leader == from {
+		if _, _, err := c.atLeader(candidates, wire.MembershipRequest{Op: wire.TransferLeader, Shard: sh, Addr: next[0]}); err != nil {
+			return m, mv, fmt.Errorf("membership: %s: moving leadership off %s: %w (run rebalance to finish)", name, from, err)
+		}
+		c.say("%s: leadership handed to %s", name, next[0])
+	}
+	// 5. from leaves the group.
+	if _, _, err := c.atLeader(next, wire.MembershipRequest{Op: wire.RemoveMember, Shard: sh, Addr: from}); err != nil {
+		return m, mv, fmt.Errorf("membership: %s: removing %s: %w (run rebalance to finish)", name, from, err)
+	}
+	c.say("%s: %s removed from the group", name, from)
+	// 6. The map follows the group.
+	nm := setPlacement(m, sh, next)
+	if early != nil {
+		nm = early
+	} else if err := c.commit(m, nm); err != nil {
+		return m, mv, fmt.Errorf("membership: %s: committing the map: %w (run rebalance to finish)", name, err)
+	}
+	// 7. from lets go of its copy.
+	if _, err := c.call(from, wire.MembershipRequest{Op: wire.CloseReplica, Shard: sh, Map: nm.Wire()}); err != nil {
+		c.say("%s: %s did not close its replica (%v); rebalance closes it later", name, from, err)
+	}
+	mv.Took = time.Since(start)
+	c.say("%s: moved %s -> %s in %v (map epoch %d)", name, from, to, mv.Took.Round(time.Millisecond), nm.Epoch)
+	return nm, mv, nil
+}
+
+// catchUpPoll is how often a new replica's progress is read.
+const catchUpPoll = 50 * time.Millisecond
+
+// awaitCatchUp waits until the replica of sh on addr has applied index
+// target, and returns how many keys it then holds.
+func (c *Cluster) awaitCatchUp(sh int, addr string, target uint64) (int, error) {
+	deadline := time.Now().Add(c.catchUp())
+	for {
+		st, err := c.Admin.Status(addr, wire.StatusRequest{}, c.timeout())
+		if err == nil {
+			for _, s := range st.Shards {
+				if s.Shard == sh && s.Applied >= target {
+					return s.Keys, nil
+				}
+			}
+			if sh == len(st.Layout.Placement) { // the meta group is not in Status
+				rep, err := c.call(addr, wire.MembershipRequest{Op: wire.Members, Shard: sh})
+				if err == nil && rep.Applied >= target {
+					return 1, nil
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("membership: the replica of shard %d on %s did not catch up to index %d within %v", sh, addr, target, c.catchUp())
+		}
+		time.Sleep(catchUpPoll)
+	}
+}
+
+// rollBack undoes a move that failed before its new replica became a
+// voter: the learner leaves the group and closes its replica.
+func (c *Cluster) rollBack(m *shard.Map, sh int, to string) {
+	name := shardName(m, sh)
+	_, _, err := c.atLeader(placementOf(m, sh), wire.MembershipRequest{Op: wire.RemoveMember, Shard: sh, Addr: to})
+	_, cerr := c.call(to, wire.MembershipRequest{Op: wire.CloseReplica, Shard: sh, Map: m.Wire()})
+	if err := errors.Join(err, cerr); err != nil {
+		c.say("%s: rolling back the learner on %s: %v (rebalance retries)", name, to, err)
+		return
+	}
+	c.say("%s: rolled back: %s left the group", name, to)
+}

@@ -1,0 +1,253 @@
+package membership
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/batchkv/batchkv/shard"
+	"github.com/batchkv/batchkv/wire"
+)
+
+// Summary is what a membership command did.
+type Summary struct {
+	Moves   []Moved
+	Leaders int // leaderships handed over to even them out
+	Epoch   uint64
+	Took    time.Duration
+}
+
+// AddServer makes addr, a server started with -join, a member, then
+// rebalances replicas and leaders onto it.
+func (c *Cluster) AddServer(addr string) (Summary, error) {
+	start := time.Now()
+	if err := c.Reconcile(); err != nil {
+		return Summary{}, err
+	}
+	if err := c.AddMember(addr); err != nil {
+		return Summary{}, err
+	}
+	sum, err := c.Rebalance()
+	sum.Took = time.Since(start)
+	return sum, err
+}
+
+// AddMember makes addr, a server started with -join, a member that
+// holds no replica yet: the first step of AddServer.
+func (c *Cluster) AddMember(addr string) error {
+	m, err := c.Map()
+	if err != nil {
+		return err
+	}
+	if slices.Contains(m.Servers, addr) {
+		return nil
+	}
+	l, err := c.Admin.Layout(addr, c.timeout())
+	switch {
+	case err != nil:
+		return fmt.Errorf("membership: %s does not answer: %w", addr, err)
+	case l.Epoch == 0 || l.Shards != m.Shards:
+		return fmt.Errorf("membership: %s is not a replicated server of this cluster (start it with -join)", addr)
+	}
+	next := m.Clone()
+	next.Servers = append(next.Servers, addr)
+	if err := c.commit(m, next); err != nil {
+		return err
+	}
+	c.say("%s is a member (map epoch %d)", addr, next.Epoch)
+	return nil
+}
+
+// RemoveServer moves every replica off addr (its shards' and the meta
+// group's), then takes it out of the members. addr may be dead: its
+// shards still have a majority elsewhere.
+func (c *Cluster) RemoveServer(addr string) (Summary, error) {
+	start := time.Now()
+	var sum Summary
+	if err := c.Reconcile(); err != nil {
+		return sum, err
+	}
+	m, err := c.Map()
+	if err != nil {
+		return sum, err
+	}
+	if !slices.Contains(m.Servers, addr) {
+		return sum, fmt.Errorf("membership: %s is not a member", addr)
+	}
+	if len(m.Servers)-1 < m.RF {
+		return sum, fmt.Errorf("membership: removing %s would leave %d servers for %d replicas of each shard", addr, len(m.Servers)-1, m.RF)
+	}
+	for {
+		sh, to, ok := drainStep(m, addr)
+		if !ok {
+			break
+		}
+		nm, mv, err := c.Move(sh, addr, to)
+		if err != nil {
+			return sum, err
+		}
+		m = nm
+		sum.Moves = append(sum.Moves, mv)
+	}
+	next := m.Clone()
+	next.Servers = slices.DeleteFunc(next.Servers, func(s string) bool { return s == addr })
+	if err := c.commit(m, next); err != nil {
+		return sum, err
+	}
+	c.say("%s is no longer a member (map epoch %d); it may be stopped", addr, next.Epoch)
+	m = next
+	lsum, err := c.balanceLeaders(m)
+	sum.Leaders, sum.Epoch, sum.Took = lsum.Leaders, lsum.Epoch, time.Since(start)
+	return sum, err
+}
+
+// Rebalance moves replicas until every server holds its share of them
+// (within one), then evens out preferred leaders the same way.
+func (c *Cluster) Rebalance() (Summary, error) {
+	start := time.Now()
+	var sum Summary
+	if err := c.Reconcile(); err != nil {
+		return sum, err
+	}
+	m, err := c.Map()
+	if err != nil {
+		return sum, err
+	}
+	for {
+		sh, from, to, ok := balanceStep(m)
+		if !ok {
+			break
+		}
+		nm, mv, err := c.Move(sh, from, to)
+		if err != nil {
+			return sum, err
+		}
+		m = nm
+		sum.Moves = append(sum.Moves, mv)
+	}
+	lsum, err := c.balanceLeaders(m)
+	sum.Leaders, sum.Epoch, sum.Took = lsum.Leaders, lsum.Epoch, time.Since(start)
+	return sum, err
+}
+
+// balanceLeaders makes each server the preferred leader of its share of
+// shards (within one), and hands each changed shard's leadership to it.
+func (c *Cluster) balanceLeaders(m *shard.Map) (Summary, error) {
+	sum := Summary{Epoch: m.Epoch}
+	next := m.Clone()
+	var changed []int
+	for {
+		sh, to, ok := leaderStep(next)
+		if !ok {
+			break
+		}
+		reps := next.Placement[sh]
+		i := slices.Index(reps, to)
+		reps[0], reps[i] = reps[i], reps[0]
+		changed = append(changed, sh)
+	}
+	if len(changed) == 0 {
+		return sum, nil
+	}
+	if err := c.commit(m, next); err != nil {
+		return sum, err
+	}
+	for _, sh := range slices.Compact(slices.Sorted(slices.Values(changed))) {
+		to := next.Placement[sh][0]
+		if _, _, err := c.atLeader(next.Placement[sh], wire.MembershipRequest{Op: wire.TransferLeader, Shard: sh, Addr: to}); err != nil {
+			c.say("shard %d: handing leadership to %s: %v (its hand-back will)", sh, to, err)
+			continue
+		}
+		sum.Leaders++
+	}
+	c.say("preferred leaders evened out: %d shards changed (map epoch %d)", len(changed), next.Epoch)
+	sum.Epoch = next.Epoch
+	return sum, nil
+}
+
+// Reconcile makes the map agree with the shards' Raft groups after a
+// move that stopped half way: a learner left behind leaves its group, a
+// group whose voters differ from the map's placement has the map follow
+// it, and servers close replicas the map no longer places on them.
+func (c *Cluster) Reconcile() error {
+	m, err := c.Map()
+	if err != nil {
+		return err
+	}
+	next := m.Clone()
+	for sh := 0; sh <= m.Shards; sh++ {
+		reps := placementOf(m, sh)
+		_, rep, err := c.members(m, sh)
+		if err != nil {
+			c.say("%s: no leader to reconcile with (%v)", shardName(m, sh), err)
+			continue
+		}
+		var voters []string
+		for _, mb := range rep.Members {
+			if mb.Voter {
+				voters = append(voters, mb.Addr)
+				continue
+			}
+			c.say("%s: removing the learner %s left by an unfinished move", shardName(m, sh), mb.Addr)
+			c.rollBack(m, sh, mb.Addr)
+		}
+		if sameSet(voters, reps) || len(voters) != m.RF {
+			continue
+		}
+		// Keep the map's order for replicas that stay; new ones follow.
+		var placed []string
+		for _, r := range reps {
+			if slices.Contains(voters, r) {
+				placed = append(placed, r)
+			}
+		}
+		for _, v := range voters {
+			if !slices.Contains(placed, v) {
+				placed = append(placed, v)
+			}
+		}
+		c.say("%s: the map said %v, the group has %v: the map follows the group", shardName(m, sh), reps, placed)
+		next = setPlacement(next, sh, placed)
+	}
+	if err := next.Validate(); err == nil && !mapsEqual(m, next) {
+		if err := c.commit(m, next); err != nil {
+			return err
+		}
+		m = next
+	}
+	c.closeStrays(m)
+	return nil
+}
+
+// closeStrays asks every member to close replicas m does not place on it.
+func (c *Cluster) closeStrays(m *shard.Map) {
+	for _, addr := range m.Servers {
+		st, err := c.Admin.Status(addr, wire.StatusRequest{}, c.timeout())
+		if err != nil {
+			continue
+		}
+		for _, s := range st.Shards {
+			if s.Shard < m.Shards && !slices.Contains(m.Placement[s.Shard], addr) {
+				if _, err := c.call(addr, wire.MembershipRequest{Op: wire.CloseReplica, Shard: s.Shard, Map: m.Wire()}); err == nil {
+					c.say("shard %d: %s closed a replica the map does not place there", s.Shard, addr)
+				}
+			}
+		}
+	}
+}
+
+func sameSet(a, b []string) bool {
+	return len(a) == len(b) && !slices.ContainsFunc(a, func(x string) bool { return !slices.Contains(b, x) })
+}
+
+func mapsEqual(a, b *shard.Map) bool {
+	if !slices.Equal(a.Servers, b.Servers) || !slices.Equal(a.Meta, b.Meta) {
+		return false
+	}
+	for s := range a.Placement {
+		if !slices.Equal(a.Placement[s], b.Placement[s]) {
+			return false
+		}
+	}
+	return true
+}
