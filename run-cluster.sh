@@ -51,6 +51,13 @@ Options:
   --keep-data        keep the replicated servers' data dirs under the log
                      directory after the run (by default they are removed:
                      hundreds of MB a run); only for dirs this script chose
+  --spares N         with -rf above 1: also start N spare servers with -join
+                     (local: the next addresses; SSH: the nodes after the
+                     clients'); they hold nothing until added
+  --grow-at S        S seconds into the load, add the spares one by one
+                     ('kvsctl add-server': each takes its share of replicas
+                     and leaders while the load runs); the steps go to
+                     grow.log, and util.png shows the servers' ops/s move
   --top              while the load runs, show 'kvsctl top' (every server's
                      ops/s, CPU, memory, network, connections, errors, and
                      each shard's leader and lag) instead of one line a second
@@ -69,6 +76,7 @@ Examples:
   $0                                   # 1 server + 1 client on this machine, YCSB-B, 30 s
   $0 2 2 "" "-workload YCSB-A -secs 10"
   $0 --hosts-file hosts.txt 4 4 "" "-numClients 128 -batchSize 8192"
+  $0 --spares 1 --grow-at 15 3 1 "-rf 3 -shards 24" "-secs 40"
 USAGE
 }
 
@@ -78,6 +86,9 @@ BASE_PORT=8080
 BUILD=1
 TOP=0
 KEEP_DATA=0
+SPARES=0
+GROW_AT=""
+
 TLS=auto
 while [[ $# -gt 0 && $1 == -* ]]; do
     case "$1" in
@@ -90,6 +101,8 @@ while [[ $# -gt 0 && $1 == -* ]]; do
         --no-build) BUILD=0; shift ;;
         --top) TOP=1; shift ;;
         --keep-data) KEEP_DATA=1; shift ;;
+        --spares) SPARES="${2:?--spares needs a number}"; shift 2 ;;
+        --grow-at) GROW_AT="${2:?--grow-at needs seconds}"; shift 2 ;;
         *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -129,10 +142,16 @@ CLIENT_ARGS="${4:-}"
 if ! [[ $SERVER_COUNT =~ ^[0-9]+$ && $CLIENT_COUNT =~ ^[0-9]+$ ]] || (( SERVER_COUNT < 1 || CLIENT_COUNT < 1 )); then
     echo "server_count and client_count must be positive integers" >&2; exit 2
 fi
-if [[ $MODE == ssh ]] && (( SERVER_COUNT + CLIENT_COUNT > ${#NODES[@]} )); then
-    echo "need $((SERVER_COUNT + CLIENT_COUNT)) nodes, have ${#NODES[@]}: ${NODES[*]}" >&2; exit 2
+if ! [[ $SPARES =~ ^[0-9]+$ ]] || { [[ -n $GROW_AT ]] && ! [[ $GROW_AT =~ ^[0-9]+$ ]]; }; then
+    echo "--spares and --grow-at take whole numbers" >&2; exit 2
 fi
-if [[ $MODE == local ]] && (( SERVER_COUNT > 250 )); then
+if [[ -n $GROW_AT ]] && (( SPARES == 0 )); then
+    echo "--grow-at needs --spares" >&2; exit 2
+fi
+if [[ $MODE == ssh ]] && (( SERVER_COUNT + CLIENT_COUNT + SPARES > ${#NODES[@]} )); then
+    echo "need $((SERVER_COUNT + CLIENT_COUNT + SPARES)) nodes, have ${#NODES[@]}: ${NODES[*]}" >&2; exit 2
+fi
+if [[ $MODE == local ]] && (( SERVER_COUNT + SPARES > 250 )); then
     echo "at most 250 local servers" >&2; exit 2
 fi
 
@@ -198,19 +217,21 @@ start() {
     LOCAL_PIDS+=("$STARTED_PID")
 }
 
-# Servers.
+# Servers: the members first, then the spares.
 SERVER_ADDRS=()
 SERVER_NAMES=()
-for ((i = 0; i < SERVER_COUNT; i++)); do
+for ((i = 0; i < SERVER_COUNT + SPARES; i++)); do
     if [[ $MODE == local ]]; then
         SERVER_ADDRS+=("127.0.0.$((i + 1)):$((BASE_PORT + i))")
         SERVER_NAMES+=("127.0.0.$((i + 1)):$((BASE_PORT + i))")
     else
-        SERVER_ADDRS+=("${NODES[$i]}:$BASE_PORT")
-        SERVER_NAMES+=("${NODES[$i]}")
+        node=$i
+        if (( i >= SERVER_COUNT )); then node=$((i + CLIENT_COUNT)); fi
+        SERVER_ADDRS+=("${NODES[$node]}:$BASE_PORT")
+        SERVER_NAMES+=("${NODES[$node]}")
     fi
 done
-PEERS=$(IFS=,; echo "${SERVER_ADDRS[*]}")
+PEERS=$(IFS=,; echo "${SERVER_ADDRS[*]:0:SERVER_COUNT}")
 
 # Certificates: a CA, a node certificate per server naming its host, and
 # one client certificate.
@@ -219,14 +240,14 @@ CLIENT_TLS=()
 if (( TLS )); then
     CERTS="$LOG_DIR/certs"
     "$ROOT/bin/kvsctl" certs init -dir "$CERTS" > /dev/null
-    for ((i = 0; i < SERVER_COUNT; i++)); do
+    for ((i = 0; i < SERVER_COUNT + SPARES; i++)); do
         "$ROOT/bin/kvsctl" certs issue -dir "$CERTS" -name "server$i" -role node -hosts "${SERVER_ADDRS[$i]%:*}" > /dev/null
         SERVER_TLS+=("-tls-ca $CERTS/ca.crt -tls-cert $CERTS/server$i.crt -tls-key $CERTS/server$i.key")
     done
     "$ROOT/bin/kvsctl" certs issue -dir "$CERTS" -name client -role client > /dev/null
     CLIENT_TLS=(-tls-ca "$CERTS/ca.crt" -tls-cert "$CERTS/client.crt" -tls-key "$CERTS/client.key")
 else
-    for ((i = 0; i < SERVER_COUNT; i++)); do
+    for ((i = 0; i < SERVER_COUNT + SPARES; i++)); do
         if [[ $MODE == ssh ]]; then SERVER_TLS+=("-insecure"); else SERVER_TLS+=(""); fi
     done
 fi
@@ -238,33 +259,48 @@ if [[ " $SERVER_ARGS " =~ [[:space:]]--?rf[=[:space:]]+([0-9]+) ]] && (( BASH_RE
     DURABLE=1
     echo "data:         $LOG_DIR/data/<server> (removed after the run unless --keep-data)"
 fi
+if (( SPARES > 0 )) && ! (( DURABLE )); then
+    echo "--spares needs a replicated cluster: -rf above 1 in server_args, with no -data-dir" >&2; exit 2
+fi
+# wait_port ADDR PID NAME: wait until the server at ADDR accepts
+# connections; exit with its log if its process PID ends first.
+wait_port() {
+    local addr=$1 pid=$2 name=$3
+    for ((try = 0; ; try++)); do
+        if (exec 3<>"/dev/tcp/${addr%:*}/${addr##*:}") 2>/dev/null; then return; fi
+        if ! kill -0 "$pid" 2>/dev/null || (( try >= 100 )); then
+            echo "server $addr did not start; its log:" >&2
+            cat "$LOG_DIR/server-$name.log" >&2
+            exit 1
+        fi
+        sleep 0.1
+    done
+}
 SERVER_PIDS=()
 SERVER_PIDFILES=()
-for ((i = 0; i < SERVER_COUNT; i++)); do
+for ((i = 0; i < SERVER_COUNT + SPARES; i++)); do
     addr=${SERVER_ADDRS[$i]}
     data_args=()
     if (( DURABLE )); then data_args=(-data-dir "$LOG_DIR/data/server$i"); fi
+    member_args=(-peers "$PEERS")
+    if (( i >= SERVER_COUNT )); then
+        # A spare joins through the first member once that one is up.
+        wait_port "${SERVER_ADDRS[0]}" "${SERVER_PIDS[0]}" "${SERVER_NAMES[0]}"
+        member_args=(-join "${SERVER_ADDRS[0]}")
+    fi
     # shellcheck disable=SC2086 # server_args and the TLS flags are lists of flags
-    start "${SERVER_NAMES[$i]}" "${addr%:*}" kvsserver -host "${addr%:*}" -port "${addr##*:}" -peers "$PEERS" -self "$addr" \
+    start "${SERVER_NAMES[$i]}" "${addr%:*}" kvsserver -host "${addr%:*}" -port "${addr##*:}" "${member_args[@]}" -self "$addr" \
         "${data_args[@]+"${data_args[@]}"}" ${SERVER_TLS[$i]} $SERVER_ARGS
     SERVER_PIDS+=("$STARTED_PID")
     if [[ $MODE == ssh ]]; then SERVER_PIDFILES+=("$STARTED_PIDFILE"); fi
 done
 
 # Wait until every server accepts connections.
-for ((i = 0; i < SERVER_COUNT; i++)); do
-    addr=${SERVER_ADDRS[$i]}
-    for ((try = 0; ; try++)); do
-        if (exec 3<>"/dev/tcp/${addr%:*}/${addr##*:}") 2>/dev/null; then break; fi
-        if ! kill -0 "${SERVER_PIDS[$i]}" 2>/dev/null || (( try >= 100 )); then
-            echo "server $addr did not start; its log:" >&2
-            cat "$LOG_DIR/server-${SERVER_NAMES[$i]}.log" >&2
-            exit 1
-        fi
-        sleep 0.1
-    done
+for ((i = 0; i < SERVER_COUNT + SPARES; i++)); do
+    wait_port "${SERVER_ADDRS[$i]}" "${SERVER_PIDS[$i]}" "${SERVER_NAMES[$i]}"
 done
 echo "servers up: $PEERS"
+if (( SPARES > 0 )); then echo "spares up:    $(IFS=,; echo "${SERVER_ADDRS[*]:SERVER_COUNT}")"; fi
 
 # Clients. A client that checks its run (-check) writes the visualization
 # of a violation into the run's directory.
@@ -281,9 +317,25 @@ for ((j = 0; j < CLIENT_COUNT; j++)); do
     CLIENT_PIDS+=("$STARTED_PID")
 done
 
+# grow: add the spares one by one, in the background, logging to grow.log.
+grow() {
+    for ((i = SERVER_COUNT; i < SERVER_COUNT + SPARES; i++)); do
+        echo "$(date +%H:%M:%S.%3N) add-server ${SERVER_ADDRS[$i]}"
+        "$ROOT/bin/kvsctl" -hosts "$PEERS" "${CLIENT_TLS[@]+"${CLIENT_TLS[@]}"}" add-server "${SERVER_ADDRS[$i]}" || echo "add-server failed"
+    done
+}
+
 # Progress every second, from the servers' own reports, until the clients end.
 SECONDS=0
+GROWN=0
 while :; do
+    if [[ -n $GROW_AT ]] && (( ! GROWN && SECONDS >= GROW_AT )); then
+        GROWN=1
+        echo "[$(printf '%4d' "$SECONDS")s] adding the spares (steps in $LOG_DIR/grow.log)"
+        grow > "$LOG_DIR/grow.log" 2>&1 &
+        GROW_PID=$!
+        LOCAL_PIDS+=("$GROW_PID")
+    fi
     running=0
     for pid in "${CLIENT_PIDS[@]}"; do
         if kill -0 "$pid" 2>/dev/null; then running=$((running + 1)); fi
@@ -313,6 +365,10 @@ for ((j = 0; j < CLIENT_COUNT; j++)); do
     fi
 done
 grep -h -E '^(throughput|batch latency|client cpu_s|sync |linearizab|NOT linearizable)' "$LOG_DIR"/client-*.log || true
+if (( GROWN )); then
+    wait "$GROW_PID" || true
+    grep -E '^(done|  )' "$LOG_DIR/grow.log" || tail -n 3 "$LOG_DIR/grow.log"
+fi
 
 # Stop the servers, then report. Over SSH the server itself gets the signal
 # (a remote command gets none when its ssh is killed: it would run on, and

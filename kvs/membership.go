@@ -79,8 +79,11 @@ func (b *replicatedBackend) membership(req *wire.MembershipRequest, reply *wire.
 	default:
 		return fmt.Errorf("kvs: unknown membership op %d", req.Op)
 	}
-	if errors.Is(err, replica.ErrNotLeader) {
+	switch {
+	case errors.Is(err, replica.ErrNotLeader):
 		reply.NotLeader, err = true, nil
+	case errors.Is(err, replica.ErrEpoch):
+		reply.Stale, err = true, nil
 	}
 	if g := b.anyGroup(req.Shard); g != nil {
 		reply.Members = g.Members()

@@ -53,6 +53,9 @@ type Cluster struct {
 	CatchUp time.Duration
 	// RPCTimeout bounds each admin call. Zero means 10 s.
 	RPCTimeout time.Duration
+	// Parallel is how many replica moves Rebalance makes at once; zero
+	// means DefaultParallel.
+	Parallel int
 	// PlantEarlySwitch plants a bug for the linearizability checker to
 	// catch, in tests only: a move names the new replica the shard's
 	// preferred one in the map as soon as it is added, before it has
@@ -154,20 +157,43 @@ func (c *Cluster) Map() (*shard.Map, error) {
 	return shard.FromWire(rep.Map)
 }
 
+// ErrStale says a map change was based on a map that another change
+// replaced first.
+var ErrStale = errors.New("membership: the map changed since it was read")
+
 // commit makes next (epoch cur.Epoch+1) the cluster's map and tells every
-// server of cur and next about it.
+// server of cur and next about it. It fails with ErrStale if the map is
+// no longer cur.
 func (c *Cluster) commit(cur, next *shard.Map) error {
 	next.Epoch = cur.Epoch + 1
 	if err := next.Validate(); err != nil {
 		return err
 	}
-	_, _, err := c.atLeader(cur.Meta, wire.MembershipRequest{Op: wire.CommitMap, Shard: wire.MetaShard(cur.Shards),
+	_, rep, err := c.atLeader(cur.Meta, wire.MembershipRequest{Op: wire.CommitMap, Shard: wire.MetaShard(cur.Shards),
 		Expect: cur.Epoch, Map: next.Wire()})
 	if err != nil {
 		return err
 	}
+	if rep.Stale {
+		return fmt.Errorf("%w (epoch %d, expected %d)", ErrStale, rep.Map.Epoch, cur.Epoch)
+	}
 	c.publish(next, cur.Servers)
 	return nil
+}
+
+// commitPlacement sets shard sh's replicas to reps in the current map,
+// reading it again and retrying when a concurrent move committed first.
+func (c *Cluster) commitPlacement(sh int, reps []string) (*shard.Map, error) {
+	for {
+		cur, err := c.Map()
+		if err != nil {
+			return nil, err
+		}
+		next := setPlacement(cur, sh, reps)
+		if err := c.commit(cur, next); !errors.Is(err, ErrStale) {
+			return next, err
+		}
+	}
 }
 
 // publish gives m to its members and to others (best effort: a server

@@ -95,11 +95,11 @@ func (c *Cluster) Move(sh int, from, to string) (*shard.Map, Moved, error) {
 	}
 	c.say("%s: %s removed from the group", name, from)
 	// 6. The map follows the group.
-	nm := setPlacement(m, sh, next)
-	if early != nil {
-		nm = early
-	} else if err := c.commit(m, nm); err != nil {
-		return m, mv, fmt.Errorf("membership: %s: committing the map: %w (run rebalance to finish)", name, err)
+	nm := early
+	if nm == nil {
+		if nm, err = c.commitPlacement(sh, next); err != nil {
+			return m, mv, fmt.Errorf("membership: %s: committing the map: %w (run rebalance to finish)", name, err)
+		}
 	}
 	// 7. from lets go of its copy.
 	if _, err := c.call(from, wire.MembershipRequest{Op: wire.CloseReplica, Shard: sh, Map: nm.Wire()}); err != nil {

@@ -1,8 +1,10 @@
 package membership
 
 import (
+	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/batchkv/batchkv/shard"
@@ -102,7 +104,9 @@ func (c *Cluster) RemoveServer(addr string) (Summary, error) {
 }
 
 // Rebalance moves replicas until every server holds its share of them
-// (within one), then evens out preferred leaders the same way.
+// (within one), then evens out preferred leaders the same way. It plans
+// every move from the current map, then makes up to Parallel of them at
+// once (moves of one shard one after another).
 func (c *Cluster) Rebalance() (Summary, error) {
 	start := time.Now()
 	var sum Summary
@@ -113,21 +117,100 @@ func (c *Cluster) Rebalance() (Summary, error) {
 	if err != nil {
 		return sum, err
 	}
+	plan := m.Clone()
+	var moves []planned
 	for {
-		sh, from, to, ok := balanceStep(m)
+		sh, from, to, ok := balanceStep(plan)
 		if !ok {
 			break
 		}
-		nm, mv, err := c.Move(sh, from, to)
-		if err != nil {
-			return sum, err
-		}
-		m = nm
-		sum.Moves = append(sum.Moves, mv)
+		plan = setPlacement(plan, sh, replace(plan.Placement[sh], from, to))
+		moves = append(moves, planned{sh, from, to})
+	}
+	if len(moves) > 0 {
+		c.say("%d replica moves planned, up to %d at once", len(moves), c.parallel())
+	}
+	done, err := c.runMoves(moves)
+	sum.Moves = done
+	if err != nil {
+		return sum, err
+	}
+	if m, err = c.Map(); err != nil {
+		return sum, err
 	}
 	lsum, err := c.balanceLeaders(m)
 	sum.Leaders, sum.Epoch, sum.Took = lsum.Leaders, lsum.Epoch, time.Since(start)
 	return sum, err
+}
+
+// planned is one replica move of a plan.
+type planned struct {
+	shard    int
+	from, to string
+}
+
+// DefaultParallel is how many moves Rebalance makes at once.
+const DefaultParallel = 3
+
+func (c *Cluster) parallel() int {
+	if c.Parallel > 0 {
+		return c.Parallel
+	}
+	return DefaultParallel
+}
+
+// runMoves makes moves, up to parallel() at once and one shard's in
+// order, and stops starting new ones after the first failure.
+func (c *Cluster) runMoves(moves []planned) ([]Moved, error) {
+	var (
+		mu     sync.Mutex
+		done   []Moved
+		errs   []error
+		shards = map[int]*sync.Mutex{}
+		slots  = make(chan struct{}, c.parallel())
+		wg     sync.WaitGroup
+	)
+	for _, mv := range moves {
+		if shards[mv.shard] == nil {
+			shards[mv.shard] = &sync.Mutex{}
+		}
+	}
+	for _, mv := range moves {
+		mu.Lock()
+		failed := len(errs) > 0
+		mu.Unlock()
+		if failed {
+			break
+		}
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			lock := shards[mv.shard]
+			lock.Lock()
+			defer lock.Unlock()
+			_, moved, err := c.Move(mv.shard, mv.from, mv.to)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+				return
+			}
+			done = append(done, moved)
+		}()
+	}
+	wg.Wait()
+	return done, errors.Join(errs...)
+}
+
+// replace returns reps with from replaced by to.
+func replace(reps []string, from, to string) []string {
+	out := slices.Clone(reps)
+	if i := slices.Index(out, from); i >= 0 {
+		out[i] = to
+	}
+	return out
 }
 
 // balanceLeaders makes each server the preferred leader of its share of

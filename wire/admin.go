@@ -200,4 +200,8 @@ type MembershipReply struct {
 	Commit  uint64
 	// Map is the meta group's map after CommitMap, or the server's map.
 	Map Layout
+	// Stale says CommitMap found another epoch than the one expected:
+	// the map changed since the caller read it, and Map is the current
+	// one.
+	Stale bool
 }
