@@ -14,13 +14,14 @@ usage: ./chaos.sh SCENARIO|all [flags]
        ./chaos.sh --help
 
 Scenarios: slow-follower slow-network crash-leader crash-follower partition
-pause random, or all of them in turn. Results (summary.md, timeline.png,
+pause rebalance random, or all of them in turn. Results (summary.md, timeline.png,
 timeline.csv, events.csv, status.csv, history.csv, server logs, and
 linearizability.html on a violation) go to logs/chaos-<time>/<scenario>/.
 Exit status 0 when every verdict is PASS, 1 otherwise.
 
 Flags are kvschaos's; ./chaos.sh --help lists them all. Examples:
   ./chaos.sh slow-follower
+  ./chaos.sh rebalance               # add a 4th server, rebalance, remove one
   ./chaos.sh slow-network --fault 20s --latencies 100ms,250ms,500ms
   ./chaos.sh random --fault 120s --seed 42
   ./chaos.sh all --repeat 5          # every scenario 5 times, then a tally

@@ -51,7 +51,9 @@ Options:
   --keep-data        keep the replicated servers' data dirs under the log
                      directory after the run (by default they are removed:
                      hundreds of MB a run); only for dirs this script chose
-  --spares N         with -rf above 1: also start N spare servers with -join
+  --spares N         with -rf in server_args: also start N spare servers with
+                     -join (at RF=1 too, every server then keeps its shards
+                     in one-replica Raft groups under the run's directory)
                      (local: the next addresses; SSH: the nodes after the
                      clients'); they hold nothing until added
   --grow-at S        S seconds into the load, add the spares one by one
@@ -253,14 +255,17 @@ else
 fi
 # A replicated server (-rf above 1) is always durable: unless server_args
 # name a -data-dir, each keeps its Raft logs under this run's directory.
+# So does every server of a run with spares, RF=1 included: a cluster
+# whose members change keeps its shards in Raft groups (of one replica at
+# RF=1); the memory-only ring cluster has a fixed membership.
 DURABLE=0
-if [[ " $SERVER_ARGS " =~ [[:space:]]--?rf[=[:space:]]+([0-9]+) ]] && (( BASH_REMATCH[1] > 1 )) &&
+if [[ " $SERVER_ARGS " =~ [[:space:]]--?rf[=[:space:]]+([0-9]+) ]] && (( BASH_REMATCH[1] > 1 || SPARES > 0 )) &&
     [[ " $SERVER_ARGS " != *" -data-dir"* && " $SERVER_ARGS " != *" --data-dir"* ]]; then
     DURABLE=1
     echo "data:         $LOG_DIR/data/<server> (removed after the run unless --keep-data)"
 fi
 if (( SPARES > 0 )) && ! (( DURABLE )); then
-    echo "--spares needs a replicated cluster: -rf above 1 in server_args, with no -data-dir" >&2; exit 2
+    echo "--spares needs -rf in server_args (1 or more), and no -data-dir" >&2; exit 2
 fi
 # wait_port ADDR PID NAME: wait until the server at ADDR accepts
 # connections; exit with its log if its process PID ends first.

@@ -28,6 +28,10 @@ type ClusterConfig struct {
 	Dir string
 	// Servers is the number of server processes (and the RF).
 	Servers int
+	// Spares are servers started later with -join, after the members in
+	// Addrs; RF is the replication factor (0: Servers).
+	Spares int
+	RF     int
 	// Shards of the cluster (0: one per server).
 	Shards int
 	// Args are extra kvsserver flags for every server.
@@ -51,14 +55,19 @@ type Cluster struct {
 	ClientTLS *tls.Config
 	tlsArgs   []string // the servers' TLS flags
 
-	mu    sync.Mutex
-	procs []*exec.Cmd // nil while a server is down
-	exits []chan struct{}
+	mu      sync.Mutex
+	procs   []*exec.Cmd // nil while a server is down
+	exits   []chan struct{}
+	retired map[int]bool // servers removed from the cluster and stopped for good
 }
 
 // StartCluster starts every server and waits until each answers.
 func StartCluster(cfg ClusterConfig) (*Cluster, error) {
-	c := &Cluster{cfg: cfg, procs: make([]*exec.Cmd, cfg.Servers), exits: make([]chan struct{}, cfg.Servers)}
+	if cfg.RF == 0 {
+		cfg.RF = cfg.Servers
+	}
+	n := cfg.Servers + cfg.Spares
+	c := &Cluster{cfg: cfg, procs: make([]*exec.Cmd, n), exits: make([]chan struct{}, n), retired: map[int]bool{}}
 	if cfg.TLS {
 		if err := c.makeCerts(); err != nil {
 			return nil, err
@@ -72,7 +81,7 @@ func StartCluster(cfg ClusterConfig) (*Cluster, error) {
 			_ = ln.Close()
 		}
 	}()
-	for range cfg.Servers {
+	for range n {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return nil, err
@@ -88,7 +97,7 @@ func StartCluster(cfg ClusterConfig) (*Cluster, error) {
 		_ = ln.Close()
 	}
 	held = nil
-	for i := range c.Addrs {
+	for i := range cfg.Servers {
 		if err := c.Start(i); err != nil {
 			c.Close()
 			return nil, err
@@ -100,9 +109,14 @@ func StartCluster(cfg ClusterConfig) (*Cluster, error) {
 // args returns server i's command line.
 func (c *Cluster) args(i int) []string {
 	_, port, _ := net.SplitHostPort(c.Addrs[i])
-	a := []string{"-host", "127.0.0.1", "-port", port, "-self", c.Addrs[i], "-peers", strings.Join(c.Addrs, ","),
-		"-rf", strconv.Itoa(c.cfg.Servers), "-shards", strconv.Itoa(c.cfg.Shards), "-report", "0",
-		"-data-dir", filepath.Join(c.cfg.Dir, fmt.Sprintf("data-%d", i)), "-raft-via", c.Links.Via(i, c.Addrs)}
+	members := []string{"-peers", strings.Join(c.Members(), ",")}
+	if i >= c.cfg.Servers {
+		members = []string{"-join", c.Addrs[0]}
+	}
+	a := []string{"-host", "127.0.0.1", "-port", port, "-self", c.Addrs[i]}
+	a = append(a, members...)
+	a = append(a, "-rf", strconv.Itoa(c.cfg.RF), "-shards", strconv.Itoa(c.cfg.Shards), "-report", "0",
+		"-data-dir", filepath.Join(c.cfg.Dir, fmt.Sprintf("data-%d", i)), "-raft-via", c.Links.Via(i, c.Addrs))
 	a = append(a, c.tlsArgs...)
 	return append(a, c.cfg.Args...)
 }
@@ -158,6 +172,26 @@ func (c *Cluster) Start(i int) error {
 			return fmt.Errorf("chaos: server %d does not answer after 15s", i)
 		}
 	}
+}
+
+// Members returns the addresses of the servers the cluster started with
+// (the spares follow them in Addrs).
+func (c *Cluster) Members() []string { return c.Addrs[:c.cfg.Servers] }
+
+// Retire stops server i for good, once it has been removed from the
+// cluster: healing does not restart it.
+func (c *Cluster) Retire(i int) error {
+	c.mu.Lock()
+	c.retired[i] = true
+	c.mu.Unlock()
+	return c.stop(i, syscall.SIGTERM, 5*time.Second)
+}
+
+// Retired reports whether server i was retired.
+func (c *Cluster) Retired(i int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.retired[i]
 }
 
 // Pid returns server i's process id, or 0 while it is down.

@@ -157,8 +157,8 @@ func (r *run) plot(secs []second, vs []view, wins []Window) error {
 func (r *run) writeSummary(evs []Event) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Chaos run: %s\n\n%s.\n\n", r.opt.Scenario, About(r.opt.Scenario))
-	fmt.Fprintf(&b, "%d servers, RF=%d, %d shard(s); bulk load %d goroutines × %d ops (%.0f%% gets); %d checked clients on %d keys; seed %d; CPU limiter: %s.\n\n",
-		r.opt.Servers, r.opt.Servers, r.layout.Shards(), r.opt.Bulk.Goroutines, r.opt.Bulk.Batch, 100*r.opt.Bulk.Reads,
+	fmt.Fprintf(&b, "%d servers (and %d spares), RF=%d, %d shard(s); bulk load %d goroutines × %d ops (%.0f%% gets); %d checked clients on %d keys; seed %d; CPU limiter: %s.\n\n",
+		r.opt.Servers, r.opt.Spares, r.opt.RF, r.layout.Shards(), r.opt.Bulk.Goroutines, r.opt.Bulk.Batch, 100*r.opt.Bulk.Reads,
 		r.opt.Checked.Clients, r.opt.Checked.Keys, r.opt.Seed, r.cpu.Name())
 	verdict := "PASS"
 	if !r.res.Pass {

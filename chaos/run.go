@@ -20,6 +20,7 @@ import (
 
 	"github.com/batchkv/batchkv/client"
 	"github.com/batchkv/batchkv/internal/linz"
+	"github.com/batchkv/batchkv/membership"
 	"github.com/batchkv/batchkv/shard"
 )
 
@@ -30,6 +31,10 @@ type Options struct {
 	Bin      string // kvsserver binary
 	Servers  int
 	Shards   int
+	// Spares are servers started with -join during the run (rebalance);
+	// RF is the replication factor (0: Servers).
+	Spares int
+	RF     int
 	// ServerArgs are extra kvsserver flags (Raft timing, say).
 	ServerArgs []string
 	// TLS runs the cluster and the loads with mutual TLS.
@@ -73,6 +78,14 @@ func DefaultOptions(scenario string) Options {
 		CheckTimeout:  5 * time.Minute,
 	}
 	switch scenario {
+	case "rebalance":
+		// Enough shards that 3 and 4 servers each get an equal share.
+		o.Shards, o.Spares, o.RF = 12, 1, 3
+		o.Fault = 5 * time.Second
+	case "random":
+		o.Spares, o.RF = 1, 3
+	}
+	switch scenario {
 	case "slow-follower", "random":
 		o.Fault = 60 * time.Second
 	case "slow-network":
@@ -114,6 +127,9 @@ type run struct {
 	v      violations
 	res    Result
 	logf   func(format string, args ...any)
+	// drv changes the cluster's membership (rebalance, random's moves).
+	drv     *membership.Cluster
+	drvOnce sync.Once
 }
 
 // Run runs one scenario and writes its results under opt.Dir.
@@ -135,14 +151,20 @@ func Run(opt Options) (*Result, error) {
 		}
 	}
 	var err error
-	r.c, err = StartCluster(ClusterConfig{Bin: opt.Bin, Dir: opt.Dir, Servers: opt.Servers, Shards: opt.Shards, Args: opt.ServerArgs, TLS: opt.TLS})
+	if opt.RF == 0 {
+		opt.RF = opt.Servers
+	}
+	r.opt.RF = opt.RF
+	r.c, err = StartCluster(ClusterConfig{Bin: opt.Bin, Dir: opt.Dir, Servers: opt.Servers, Spares: opt.Spares, RF: opt.RF,
+		Shards: opt.Shards, Args: opt.ServerArgs, TLS: opt.TLS})
 	if err != nil {
 		return nil, err
 	}
 	defer r.c.Close()
+	defer func() { _ = r.driver().Close() }()
 	live.add(r)
 	defer live.remove(r)
-	if r.layout, err = shard.New(r.c.Addrs, opt.Shards, opt.Servers, 0); err != nil {
+	if r.layout, err = shard.New(r.c.Members(), opt.Shards, opt.RF, 0); err != nil {
 		return nil, err
 	}
 	r.h = linz.NewHistory()
@@ -151,7 +173,7 @@ func Run(opt Options) (*Result, error) {
 	if err := r.waitLeaders(30 * time.Second); err != nil {
 		return nil, err
 	}
-	r.logf("cluster up: %v, %d shard(s), RF=%d; CPU limiter: %s; seed %d", r.c.Addrs, r.layout.Shards(), opt.Servers, r.cpu.Name(), opt.Seed)
+	r.logf("cluster up: %v, %d shard(s), RF=%d; CPU limiter: %s; seed %d", r.c.Members(), r.layout.Shards(), opt.RF, r.cpu.Name(), opt.Seed)
 	if err := r.drive(sc); err != nil {
 		return nil, err
 	}
@@ -204,7 +226,7 @@ func Abort() {
 // newClient returns a replicated client that gives up an attempt on a
 // silent server after attempt (a broken connection fails at once).
 func (r *run) newClient(attempt time.Duration) (*client.Client, error) {
-	return client.New(client.Config{Servers: r.c.Addrs, Shards: r.layout.Shards(), Replicas: r.layout.RF(),
+	return client.New(client.Config{Servers: r.c.Members(), Shards: r.layout.Shards(), Replicas: r.layout.RF(),
 		AttemptTimeout: attempt, DialTimeout: time.Second, TLS: r.c.ClientTLS})
 }
 
@@ -253,7 +275,7 @@ func (r *run) drive(sc scenario) error {
 	go func() { defer wg.Done(); bulk.run(stop) }()
 	go func() { defer wg.Done(); runChecked(r.opt.Checked, checkCl, r.h, r.tl, r.opt.Seed, stop) }()
 	go func() { defer wg.Done(); r.probe.run(checkCl, r.h, stop) }()
-	for i, addr := range r.c.Addrs {
+	for i, addr := range r.c.Members() {
 		p := newPinned(addr, r.layout, 0, r.opt.Checked.Keys)
 		r.pins = append(r.pins, p)
 		wg.Add(1)
@@ -294,6 +316,9 @@ func (r *run) phase(name string, d time.Duration) {
 // healAll lifts every fault: links, CPU limits, stopped and dead servers.
 func (r *run) healAll() {
 	for i := range r.c.Addrs {
+		if r.c.Retired(i) {
+			continue
+		}
 		if err := r.c.Links.Heal(i); err != nil {
 			r.logf("heal links of %d: %v", i, err)
 		}

@@ -3,6 +3,7 @@ package chaos
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"syscall"
 	"time"
 
@@ -17,7 +18,7 @@ type scenario struct {
 }
 
 // scenarioOrder lists the scenarios as `chaos.sh all` runs them.
-var scenarioOrder = []string{"slow-follower", "slow-network", "crash-leader", "crash-follower", "partition", "pause", "random"}
+var scenarioOrder = []string{"slow-follower", "slow-network", "crash-leader", "crash-follower", "partition", "pause", "rebalance", "random"}
 
 var scenarios = map[string]scenario{
 	"slow-follower":  {"one follower limited to a sliver of a CPU (the Raft seed's 0.02-CPU container)", slowFollower},
@@ -26,7 +27,8 @@ var scenarios = map[string]scenario{
 	"crash-follower": {"kill -9 a follower, restart it after a delay", crashFollower},
 	"partition":      {"cut the leader off from its peers, heal; then a one-way partition", partition},
 	"pause":          {"SIGSTOP the leader past the election timeout, then SIGCONT", pause},
-	"random":         {"a random fault every interval, healed before the next (Jepsen's shape)", random},
+	"rebalance":      {"add a 4th server to 3 and rebalance onto it, then remove one of the first 3 (RF=3, 12 shards)", rebalance},
+	"random":         {"a random fault every interval, healed before the next (Jepsen's shape), moves of a replica to a spare server among them", random},
 }
 
 // ScenarioNames returns every scenario's name, in the order `all` runs them.
@@ -387,6 +389,17 @@ func random(r *run) (func(), error) {
 	rng := rand.New(rand.NewPCG(r.opt.Seed, 7))
 	hold := max(r.opt.Interval-time.Second, r.opt.Interval/2)
 	counts := map[string]int{}
+	faults := randomFaults
+	if r.opt.Spares > 0 {
+		spare := r.opt.Servers
+		if err := r.c.Start(spare); err != nil {
+			return nil, err
+		}
+		if err := r.driver().AddMember(r.c.Addrs[spare]); err != nil {
+			return nil, err
+		}
+		faults = append(slices.Clone(faults), randomFault{"move a follower's replica to the spare, and back", moveToSpare})
+	}
 	end := r.tl.since() + r.opt.Fault
 	for r.tl.since() < end {
 		l := r.leaderNow(0)
@@ -394,7 +407,7 @@ func random(r *run) (func(), error) {
 			l = rng.IntN(r.opt.Servers)
 		}
 		f := r.follower(l)
-		fault := randomFaults[rng.IntN(len(randomFaults))]
+		fault := faults[rng.IntN(len(faults))]
 		counts[fault.name]++
 		from := r.tl.event(fmt.Sprintf("%s (leader %d, follower %d)", fault.name, l, f))
 		heal, err := fault.apply(r, l, f)
@@ -409,7 +422,7 @@ func random(r *run) (func(), error) {
 		time.Sleep(r.opt.Interval - hold)
 	}
 	return func() {
-		for _, f := range randomFaults {
+		for _, f := range faults {
 			r.figure("injected: "+f.name, "%d times", counts[f.name])
 		}
 	}, nil

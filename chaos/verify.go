@@ -108,7 +108,10 @@ func (r *run) checkConvergence() {
 	for time.Now().Before(deadline) {
 		byShard := map[int][]wire.ShardStatus{}
 		ok := true
-		for _, addr := range r.c.Addrs {
+		for i, addr := range r.c.Addrs {
+			if r.c.Retired(i) || r.c.Pid(i) == 0 {
+				continue // removed from the cluster, or a spare never started
+			}
 			st, err := r.c.Admin.Status(addr, wire.StatusRequest{Digest: true}, 5*time.Second)
 			if err != nil {
 				ok, last = false, fmt.Sprintf("%s: %v", addr, err)
@@ -119,7 +122,7 @@ func (r *run) checkConvergence() {
 			}
 		}
 		if ok {
-			settled, agree, desc := compareReplicas(byShard, r.layout.Shards(), r.opt.Servers)
+			settled, agree, desc := compareReplicas(byShard, r.layout.Shards(), r.opt.RF)
 			last = desc
 			if settled {
 				r.check("replicas converge", "same digest on every replica of every shard", desc, agree)

@@ -32,13 +32,15 @@ func membershipCluster(t *testing.T, opts ...func(*replCluster)) *replCluster {
 // driver returns a membership.Cluster on c that logs its steps, and
 // calls onStep (if set) with each.
 func (c *replCluster) driver(t *testing.T, onStep func(line string)) *membership.Cluster {
-	return &membership.Cluster{Admin: c.admin(), Seeds: c.addrs[:3], CatchUp: 5 * time.Second, RPCTimeout: 3 * time.Second,
+	drv := &membership.Cluster{Admin: c.admin(), Seeds: c.addrs[:3], CatchUp: 5 * time.Second, RPCTimeout: 3 * time.Second,
 		Progress: func(line string) {
 			t.Log(line)
 			if onStep != nil {
 				onStep(line)
 			}
 		}}
+	t.Cleanup(func() { _ = drv.Close() })
+	return drv
 }
 
 // checkedLoad runs a porcupine-checked load on c's hot keys until the

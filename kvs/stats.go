@@ -171,7 +171,7 @@ func (s *Server) nodeStats() *wire.NodeStats {
 		Gets:      st.Gets.Load(),
 		Writes:    st.Puts.Load() + st.Deletes.Load(),
 		Errors:    errs,
-		Redirects: st.Results[wire.StatusNotLeader].Load(),
+		Redirects: st.Results[wire.StatusNotLeader].Load() + st.Results[wire.StatusMoved].Load(),
 		BadConn:   st.BadConns.Load(),
 		BytesIn:   st.BytesIn.Load(),
 		BytesOut:  st.BytesOut.Load(),

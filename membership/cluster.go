@@ -30,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/batchkv/batchkv/client"
@@ -56,6 +57,19 @@ type Cluster struct {
 	// Parallel is how many replica moves Rebalance makes at once; zero
 	// means DefaultParallel.
 	Parallel int
+	pool pool
+	// leaders remembers who answered as each shard's leader last.
+	leaders sync.Map
+	// bg tracks work left running in the background (publishing maps,
+	// closing moved-off replicas).
+	bg sync.WaitGroup
+	// cache is the last map read or committed, and who led the meta
+	// group then: where Map asks first.
+	cache struct {
+		sync.Mutex
+		m *shard.Map
+	}
+
 	// PlantEarlySwitch plants a bug for the linearizability checker to
 	// catch, in tests only: a move names the new replica the shard's
 	// preferred one in the map as soon as it is added, before it has
@@ -92,7 +106,8 @@ func (c *Cluster) catchUp() time.Duration {
 
 // call makes one membership op at addr.
 func (c *Cluster) call(addr string, req wire.MembershipRequest) (wire.MembershipReply, error) {
-	return c.Admin.Membership(addr, req, c.timeout())
+	var rep wire.MembershipReply
+	return rep, c.invoke(addr, wire.MembershipMethod, &req, &rep)
 }
 
 // atLeader makes op at the leader of shard sh (or of the meta group),
@@ -102,6 +117,10 @@ func (c *Cluster) atLeader(candidates []string, req wire.MembershipRequest) (str
 	deadline := time.Now().Add(retryFor)
 	var lastErr error
 	next := slices.Clone(candidates)
+	if l, ok := c.leaders.Load(req.Shard); ok && slices.Contains(next, l.(string)) {
+		// Ask the last known leader first.
+		next = append([]string{l.(string)}, slices.DeleteFunc(next, func(a string) bool { return a == l.(string) })...)
+	}
 	for i := 0; time.Now().Before(deadline); i++ {
 		addr := next[i%len(next)]
 		rep, err := c.call(addr, req)
@@ -120,10 +139,12 @@ func (c *Cluster) atLeader(candidates []string, req wire.MembershipRequest) (str
 				leader := rep.Leader
 				rep, err = c.call(leader, req)
 				if err == nil && !rep.NotLeader && (req.Op != wire.Members || rep.State == "Leader") {
+					c.leaders.Store(req.Shard, leader)
 					return leader, rep, nil
 				}
 			}
 		default:
+			c.leaders.Store(req.Shard, addr)
 			return addr, rep, nil
 		}
 		if i%len(next) == len(next)-1 {
@@ -135,26 +156,44 @@ func (c *Cluster) atLeader(candidates []string, req wire.MembershipRequest) (str
 
 // Map returns the cluster's current map, read at the meta group's leader.
 func (c *Cluster) Map() (*shard.Map, error) {
-	var hint *shard.Map
-	var errs []error
-	for _, addr := range c.Seeds {
-		l, err := c.Admin.Layout(addr, c.timeout())
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if m, err := shard.FromWire(l); err == nil && (hint == nil || m.Epoch > hint.Epoch) {
-			hint = m
-		}
-	}
+	c.cache.Lock()
+	hint := c.cache.m
+	c.cache.Unlock()
 	if hint == nil {
-		return nil, fmt.Errorf("membership: no seed answered with a shard map: %w", errors.Join(errs...))
+		var errs []error
+		for _, addr := range c.Seeds {
+			l, err := c.layout(addr)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if m, err := shard.FromWire(l); err == nil && (hint == nil || m.Epoch > hint.Epoch) {
+				hint = m
+			}
+		}
+		if hint == nil {
+			return nil, fmt.Errorf("membership: no seed answered with a shard map: %w", errors.Join(errs...))
+		}
 	}
 	_, rep, err := c.atLeader(hint.Meta, wire.MembershipRequest{Op: wire.ReadMap, Shard: wire.MetaShard(hint.Shards)})
 	if err != nil {
 		return nil, err
 	}
-	return shard.FromWire(rep.Map)
+	m, err := shard.FromWire(rep.Map)
+	if err != nil {
+		return nil, err
+	}
+	c.remember(m)
+	return m, nil
+}
+
+// remember caches m unless a newer map is cached.
+func (c *Cluster) remember(m *shard.Map) {
+	c.cache.Lock()
+	defer c.cache.Unlock()
+	if c.cache.m == nil || m.Epoch > c.cache.m.Epoch {
+		c.cache.m = m
+	}
 }
 
 // ErrStale says a map change was based on a map that another change
@@ -177,7 +216,8 @@ func (c *Cluster) commit(cur, next *shard.Map) error {
 	if rep.Stale {
 		return fmt.Errorf("%w (epoch %d, expected %d)", ErrStale, rep.Map.Epoch, cur.Epoch)
 	}
-	c.publish(next, cur.Servers)
+	c.remember(next)
+	c.background(func() { c.publish(next, cur.Servers) })
 	return nil
 }
 
@@ -196,6 +236,15 @@ func (c *Cluster) commitPlacement(sh int, reps []string) (*shard.Map, error) {
 	}
 }
 
+// background runs f off the moves' critical path; Close waits for it.
+func (c *Cluster) background(f func()) {
+	c.bg.Add(1)
+	go func() {
+		defer c.bg.Done()
+		f()
+	}()
+}
+
 // publish gives m to its members and to others (best effort: a server
 // that misses it learns it from the meta group within a second).
 func (c *Cluster) publish(m *shard.Map, others []string) {
@@ -212,10 +261,20 @@ func (c *Cluster) publish(m *shard.Map, others []string) {
 			done <- struct{}{}
 		}()
 	}
+	// A server that is down or stopped must not hold up the move.
+	wait := time.After(publishWait)
 	for range to {
-		<-done
+		select {
+		case <-done:
+		case <-wait:
+			return
+		}
 	}
 }
+
+// publishWait bounds how long a commit waits for servers to take the new
+// map; the rest learn it within a second from the meta group.
+const publishWait = 2 * time.Second
 
 // members returns shard sh's Raft configuration as its leader has it.
 func (c *Cluster) members(m *shard.Map, sh int) (leader string, rep wire.MembershipReply, err error) {

@@ -101,10 +101,12 @@ func (c *Cluster) Move(sh int, from, to string) (*shard.Map, Moved, error) {
 			return m, mv, fmt.Errorf("membership: %s: committing the map: %w (run rebalance to finish)", name, err)
 		}
 	}
-	// 7. from lets go of its copy.
-	if _, err := c.call(from, wire.MembershipRequest{Op: wire.CloseReplica, Shard: sh, Map: nm.Wire()}); err != nil {
-		c.say("%s: %s did not close its replica (%v); rebalance closes it later", name, from, err)
-	}
+	// 7. from lets go of its copy, off the critical path.
+	c.background(func() {
+		if _, err := c.call(from, wire.MembershipRequest{Op: wire.CloseReplica, Shard: sh, Map: nm.Wire()}); err != nil {
+			c.say("%s: %s did not close its replica (%v); rebalance closes it later", name, from, err)
+		}
+	})
 	mv.Took = time.Since(start)
 	c.say("%s: moved %s -> %s in %v (map epoch %d)", name, from, to, mv.Took.Round(time.Millisecond), nm.Epoch)
 	return nm, mv, nil
@@ -118,7 +120,7 @@ const catchUpPoll = 50 * time.Millisecond
 func (c *Cluster) awaitCatchUp(sh int, addr string, target uint64) (int, error) {
 	deadline := time.Now().Add(c.catchUp())
 	for {
-		st, err := c.Admin.Status(addr, wire.StatusRequest{}, c.timeout())
+		st, err := c.status(addr)
 		if err == nil {
 			for _, s := range st.Shards {
 				if s.Shard == sh && s.Applied >= target {

@@ -29,7 +29,7 @@ func (c *Cluster) AddServer(addr string) (Summary, error) {
 	if err := c.AddMember(addr); err != nil {
 		return Summary{}, err
 	}
-	sum, err := c.Rebalance()
+	sum, err := c.rebalance()
 	sum.Took = time.Since(start)
 	return sum, err
 }
@@ -44,7 +44,7 @@ func (c *Cluster) AddMember(addr string) error {
 	if slices.Contains(m.Servers, addr) {
 		return nil
 	}
-	l, err := c.Admin.Layout(addr, c.timeout())
+	l, err := c.layout(addr)
 	switch {
 	case err != nil:
 		return fmt.Errorf("membership: %s does not answer: %w", addr, err)
@@ -79,17 +79,34 @@ func (c *Cluster) RemoveServer(addr string) (Summary, error) {
 	if len(m.Servers)-1 < m.RF {
 		return sum, fmt.Errorf("membership: removing %s would leave %d servers for %d replicas of each shard", addr, len(m.Servers)-1, m.RF)
 	}
+	plan := m.Clone()
+	var moves []planned
 	for {
-		sh, to, ok := drainStep(m, addr)
+		sh, to, ok := drainStep(plan, addr)
 		if !ok {
 			break
 		}
-		nm, mv, err := c.Move(sh, addr, to)
+		plan = setPlacement(plan, sh, replace(placementOf(plan, sh), addr, to))
+		moves = append(moves, planned{sh, addr, to})
+	}
+	// The meta group's move last, alone: every other move commits the
+	// map through it.
+	meta := slices.IndexFunc(moves, func(p planned) bool { return p.shard == m.Shards })
+	var metaMove []planned
+	if meta >= 0 {
+		metaMove = []planned{moves[meta]}
+		moves = slices.Delete(moves, meta, meta+1)
+	}
+	c.say("%d replica moves planned off %s, up to %d at once", len(moves)+len(metaMove), addr, c.parallel())
+	for _, batch := range [][]planned{moves, metaMove} {
+		done, err := c.runMoves(batch)
+		sum.Moves = append(sum.Moves, done...)
 		if err != nil {
 			return sum, err
 		}
-		m = nm
-		sum.Moves = append(sum.Moves, mv)
+	}
+	if m, err = c.Map(); err != nil {
+		return sum, err
 	}
 	next := m.Clone()
 	next.Servers = slices.DeleteFunc(next.Servers, func(s string) bool { return s == addr })
@@ -109,10 +126,18 @@ func (c *Cluster) RemoveServer(addr string) (Summary, error) {
 // once (moves of one shard one after another).
 func (c *Cluster) Rebalance() (Summary, error) {
 	start := time.Now()
-	var sum Summary
 	if err := c.Reconcile(); err != nil {
-		return sum, err
+		return Summary{}, err
 	}
+	sum, err := c.rebalance()
+	sum.Took = time.Since(start)
+	return sum, err
+}
+
+// rebalance is Rebalance without the Reconcile first.
+func (c *Cluster) rebalance() (Summary, error) {
+	start := time.Now()
+	var sum Summary
 	m, err := c.Map()
 	if err != nil {
 		return sum, err
@@ -150,7 +175,7 @@ type planned struct {
 }
 
 // DefaultParallel is how many moves Rebalance makes at once.
-const DefaultParallel = 3
+const DefaultParallel = 4
 
 func (c *Cluster) parallel() int {
 	if c.Parallel > 0 {
@@ -258,9 +283,20 @@ func (c *Cluster) Reconcile() error {
 		return err
 	}
 	next := m.Clone()
+	// Every group's configuration, asked of all leaders at once.
+	reps := make([]wire.MembershipReply, m.Shards+1)
+	errs := make([]error, m.Shards+1)
+	var wg sync.WaitGroup
+	for sh := range reps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, reps[sh], errs[sh] = c.members(m, sh)
+		}()
+	}
+	wg.Wait()
 	for sh := 0; sh <= m.Shards; sh++ {
-		reps := placementOf(m, sh)
-		_, rep, err := c.members(m, sh)
+		placed, rep, err := placementOf(m, sh), reps[sh], errs[sh]
 		if err != nil {
 			c.say("%s: no leader to reconcile with (%v)", shardName(m, sh), err)
 			continue
@@ -274,23 +310,23 @@ func (c *Cluster) Reconcile() error {
 			c.say("%s: removing the learner %s left by an unfinished move", shardName(m, sh), mb.Addr)
 			c.rollBack(m, sh, mb.Addr)
 		}
-		if sameSet(voters, reps) || len(voters) != m.RF {
+		if sameSet(voters, placed) || len(voters) != m.RF {
 			continue
 		}
 		// Keep the map's order for replicas that stay; new ones follow.
-		var placed []string
-		for _, r := range reps {
+		var follow []string
+		for _, r := range placed {
 			if slices.Contains(voters, r) {
-				placed = append(placed, r)
+				follow = append(follow, r)
 			}
 		}
 		for _, v := range voters {
-			if !slices.Contains(placed, v) {
-				placed = append(placed, v)
+			if !slices.Contains(follow, v) {
+				follow = append(follow, v)
 			}
 		}
-		c.say("%s: the map said %v, the group has %v: the map follows the group", shardName(m, sh), reps, placed)
-		next = setPlacement(next, sh, placed)
+		c.say("%s: the map said %v, the group has %v: the map follows the group", shardName(m, sh), placed, follow)
+		next = setPlacement(next, sh, follow)
 	}
 	if err := next.Validate(); err == nil && !mapsEqual(m, next) {
 		if err := c.commit(m, next); err != nil {
@@ -305,7 +341,7 @@ func (c *Cluster) Reconcile() error {
 // closeStrays asks every member to close replicas m does not place on it.
 func (c *Cluster) closeStrays(m *shard.Map) {
 	for _, addr := range m.Servers {
-		st, err := c.Admin.Status(addr, wire.StatusRequest{}, c.timeout())
+		st, err := c.status(addr)
 		if err != nil {
 			continue
 		}

@@ -66,8 +66,9 @@ type NodeStats struct {
 	Gets    uint64    // get ops answered
 	Writes  uint64    // put and delete ops applied
 	Errors  uint64    // ops answered with a status other than OK, not found or not leader
-	// Redirects counts ops answered "not leader": sent to a replica that
-	// does not lead their shard, which the client then sends on.
+	// Redirects counts ops answered "not leader" or "moved": sent to a
+	// replica that does not lead their shard, or to a server that does
+	// not hold it, which the client then sends on.
 	Redirects uint64
 	BadConn   uint64        // connections refused or closed for bad input or a cap
 	BytesIn   uint64        // bytes read from every connection (clients and Raft)

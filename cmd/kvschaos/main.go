@@ -67,7 +67,7 @@ func run(args []string, stdout, stderr io.Writer) (bool, error) {
 	bin := fs.String("bin", "bin/kvsserver", "kvsserver binary")
 	dir := fs.String("dir", "", "results directory (default logs/chaos-<time>/<scenario>)")
 	seed := fs.Uint64("seed", 0, "random seed (0: from the clock)")
-	shards := fs.Int("shards", 1, "shards (one Raft group each, on all 3 servers)")
+	shards := fs.Int("shards", 0, "shards, one Raft group each (0: the scenario's default: 12 for rebalance, on 3 of the 4 servers each; 1 otherwise, on all 3)")
 	serverArgs := fs.String("server-args", "", "extra kvsserver flags, space-separated (e.g. \"-raft-heartbeat 1s\")")
 	useTLS := fs.Bool("tls", false, "mutual TLS on every connection: a CA and certificates are made under the results directory")
 	var warmup, baseline, fault, recovery, lag, restart, pause, interval durationFlag
@@ -122,7 +122,10 @@ func run(args []string, stdout, stderr io.Writer) (bool, error) {
 	for round := 1; round <= *repeat; round++ {
 		for _, name := range names {
 			o := chaos.DefaultOptions(name)
-			o.Bin, o.Shards, o.Progress = *bin, *shards, stdout
+			o.Bin, o.Progress = *bin, stdout
+			if *shards > 0 {
+				o.Shards = *shards
+			}
 			o.Dir = root
 			if len(names) > 1 || *dir == "" || *repeat > 1 {
 				o.Dir = filepath.Join(root, name)

@@ -19,6 +19,7 @@ import (
 func membershipCmd(cmd []string, admin client.Admin, hosts []string, timeout time.Duration, stdout io.Writer) error {
 	cl := &membership.Cluster{Admin: admin, Seeds: hosts, RPCTimeout: timeout,
 		Progress: func(line string) { fmt.Fprintf(stdout, "%s  %s\n", time.Now().Format("15:04:05.000"), line) }}
+	defer func() { _ = cl.Close() }()
 	var sum membership.Summary
 	var err error
 	switch {

@@ -1,0 +1,165 @@
+package chaos
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/batchkv/batchkv/internal/runlog"
+	"github.com/batchkv/batchkv/membership"
+	"github.com/batchkv/batchkv/wire"
+)
+
+// Targets of the rebalance scenario.
+const (
+	// addBound is how long adding a server (its replica moves and
+	// leadership hand-overs) may take.
+	addBound = 30 * time.Second
+	// evenWithin is how far from its share of keys and of leaders a
+	// server may end.
+	evenWithin = 0.10
+)
+
+// driver returns the run's membership driver, whose steps go to the
+// run's log; Run closes it.
+func (r *run) driver() *membership.Cluster {
+	r.drvOnce.Do(func() {
+		r.drv = &membership.Cluster{Admin: r.c.Admin, Seeds: r.c.Members(),
+			Progress: func(line string) { r.logf("%s", line) }}
+	})
+	return r.drv
+}
+
+// redirects sums every running server's count of ops it redirected.
+func (r *run) redirects() uint64 {
+	var n uint64
+	for i, addr := range r.c.Addrs {
+		if r.c.Pid(i) == 0 {
+			continue
+		}
+		if st, err := r.c.Admin.Status(addr, wire.StatusRequest{}, 2*time.Second); err == nil && st.Node != nil {
+			n += st.Node.Redirects
+		}
+	}
+	return n
+}
+
+// rebalance adds the spare to the members, rebalances onto it, then
+// removes server 0 and retires it, all under the loads.
+func rebalance(r *run) (func(), error) {
+	if r.opt.Spares < 1 {
+		return nil, fmt.Errorf("chaos: rebalance needs a spare server (-spares 1)")
+	}
+	spare := r.opt.Servers
+	if err := r.c.Start(spare); err != nil {
+		return nil, err
+	}
+	drv := r.driver()
+	red0 := r.redirects()
+	addFrom := r.tl.event(fmt.Sprintf("add-server %d", spare))
+	added, err := drv.AddServer(r.c.Addrs[spare])
+	addTo := r.tl.event(fmt.Sprintf("server %d added: %d replica moves, %d leaderships", spare, len(added.Moves), added.Leaders))
+	r.tl.window(addFrom, addTo, "adding a server")
+	if err != nil {
+		return nil, err
+	}
+	red1 := r.redirects()
+	evenAdded := r.evenness("after adding")
+	time.Sleep(min(r.opt.Fault, 5*time.Second))
+	rmFrom := r.tl.event("remove-server 0")
+	removed, err := drv.RemoveServer(r.c.Addrs[0])
+	rmTo := r.tl.event(fmt.Sprintf("server 0 removed: %d replica moves", len(removed.Moves)))
+	r.tl.window(rmFrom, rmTo, "removing a server")
+	if err != nil {
+		return nil, err
+	}
+	red2 := r.redirects()
+	if err := r.c.Retire(0); err != nil {
+		return nil, err
+	}
+	r.tl.event("server 0 stopped")
+	return func() {
+		base, _ := r.windowOf("baseline")
+		secs, _, _ := r.tl.snapshot()
+		b := runlog.Median(rates(secs, base.From, base.To))
+		r.check("adding a server completes", "≤ "+addBound.String(), added.Took.Round(time.Millisecond).String(), added.Took <= addBound)
+		for _, w := range []Window{{From: addFrom, To: addTo, Label: "adding a server"}, {From: rmFrom, To: rmTo, Label: "removing a server"}} {
+			fs := rates(secs, w.From, w.To)
+			low := 0.0
+			if len(fs) > 0 {
+				low = slices.Min(fs)
+			}
+			r.check(w.Label+": lowest second", "≥ "+pct(stallFloor)+" of the baseline's median",
+				fmt.Sprintf("%s (%.0f vs %.0f ops/s, %d seconds)", pct(low/max(b, 1)), low, b, len(fs)), len(fs) > 0 && low >= stallFloor*b)
+		}
+		keys := 0
+		for _, mv := range append(added.Moves, removed.Moves...) {
+			keys += mv.Keys
+		}
+		r.figure("replica moves (add / remove)", "%d in %v / %d in %v; %d keys copied", len(added.Moves),
+			added.Took.Round(time.Millisecond), len(removed.Moves), removed.Took.Round(time.Millisecond), keys)
+		r.figure("ops redirected (add / remove)", "%d / %d", red1-red0, red2-red1)
+		evenAdded()
+		r.evenness("at the end")()
+	}, nil
+}
+
+// evenness measures now how evenly the members share the keys and the
+// leaderships, and returns the function that records it as checks: every
+// member within evenWithin of its share.
+func (r *run) evenness(when string) func() {
+	name := func(what string) string { return fmt.Sprintf("%s per member, %s", what, when) }
+	target := "within " + pct(evenWithin) + " of its share"
+	m, err := r.driver().Map()
+	if err != nil {
+		return func() { r.check(name("keys"), target, err.Error(), false) }
+	}
+	keys, leads := map[string]float64{}, map[string]float64{}
+	var totalKeys, totalLeads float64
+	for _, addr := range m.Servers {
+		st, err := r.c.Admin.Status(addr, wire.StatusRequest{}, 5*time.Second)
+		if err != nil {
+			return func() { r.check(name("keys"), target, err.Error(), false) }
+		}
+		for _, s := range st.Shards {
+			keys[addr] += float64(s.Keys)
+			totalKeys += float64(s.Keys)
+			if s.State == "Leader" {
+				leads[addr]++
+				totalLeads++
+			}
+		}
+	}
+	n := float64(len(m.Servers))
+	worst := func(by map[string]float64, total float64) (float64, string) {
+		w, desc := 0.0, ""
+		for _, addr := range m.Servers {
+			off := by[addr]/(total/n) - 1
+			if off < 0 {
+				off = -off
+			}
+			desc += fmt.Sprintf(" %s %.0f", addr, by[addr])
+			w = max(w, off)
+		}
+		return w, desc
+	}
+	wk, dk := worst(keys, totalKeys)
+	wl, dl := worst(leads, totalLeads)
+	return func() {
+		r.check(name("keys"), target, fmt.Sprintf("worst %s off:%s", pct(wk), dk), wk <= evenWithin)
+		r.check(name("shards led"), target, fmt.Sprintf("worst %s off:%s", pct(wl), dl), wl <= evenWithin)
+	}
+}
+
+// moveToSpare is the random scenario's move: a follower's replica of
+// shard 0 goes to the spare, and comes back when healed.
+func moveToSpare(r *run, _, f int) (func() error, error) {
+	drv, spare := r.driver(), r.c.Addrs[r.opt.Servers]
+	if _, _, err := drv.Move(0, r.c.Addrs[f], spare); err != nil {
+		return nil, err
+	}
+	return func() error {
+		_, _, err := drv.Move(0, spare, r.c.Addrs[f])
+		return err
+	}, nil
+}
