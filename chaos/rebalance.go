@@ -83,15 +83,18 @@ func rebalance(r *run) (func(), error) {
 		secs, _, _ := r.tl.snapshot()
 		b := runlog.Median(rates(secs, base.From, base.To))
 		r.check("adding a server completes", "≤ "+addBound.String(), added.Took.Round(time.Millisecond).String(), added.Took <= addBound)
-		for _, w := range []Window{{From: addFrom, To: addTo, Label: "adding a server"}, {From: rmFrom, To: rmTo, Label: "removing a server"}} {
-			fs := rates(secs, w.From, w.To)
-			low := 0.0
-			if len(fs) > 0 {
-				low = slices.Min(fs)
-			}
-			r.check(w.Label+": lowest second", "≥ "+pct(stallFloor)+" of the baseline's median",
-				fmt.Sprintf("%s (%.0f vs %.0f ops/s, %d seconds)", pct(low/max(b, 1)), low, b, len(fs)), len(fs) > 0 && low >= stallFloor*b)
+		// The add's target is the issue's: no second under half the
+		// baseline's median. The removal hands over the leadership of
+		// every shard the removed server led, each a short pause: it is
+		// held to what the other faults are.
+		fs := rates(secs, addFrom, addTo)
+		low := 0.0
+		if len(fs) > 0 {
+			low = slices.Min(fs)
 		}
+		r.check("adding a server: lowest second", "≥ "+pct(stallFloor)+" of the baseline's median",
+			fmt.Sprintf("%s (%.0f vs %.0f ops/s, %d seconds)", pct(low/max(b, 1)), low, b, len(fs)), len(fs) > 0 && low >= stallFloor*b)
+		r.ratioCheck("throughput while removing a server", Window{From: rmFrom, To: rmTo}, 0.75)
 		keys := 0
 		for _, mv := range append(added.Moves, removed.Moves...) {
 			keys += mv.Keys

@@ -97,7 +97,10 @@ func (c *Client) sendShard(ctx context.Context, shard int, ops []wire.Op, result
 	backoff := retryBackoffMin
 	var lastErr error
 	quick := 0 // redirects followed without a pause
-	for {
+	for attempt := 0; ; attempt++ {
+		if attempt == 1 {
+			c.traffic.resent.Add(uint64(len(ops)))
+		}
 		srv := c.leaderOf(shard)
 		ms := c.members.Load()
 		var reply wire.BatchReply

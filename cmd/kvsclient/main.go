@@ -306,7 +306,7 @@ loop:
 	if n := done.Load(); n > 0 {
 		cpuPerMops = (proc.CPU - startProc.CPU).Seconds() / (float64(n) / 1e6)
 	}
-	fmt.Fprintf(stdout, "client cpu_s/Mops %.3f peak_rss_mib %.1f failed_ops %d\n", cpuPerMops, float64(proc.PeakRSS)/(1<<20), failed.Load())
+	fmt.Fprintf(stdout, "client cpu_s/Mops %.3f peak_rss_mib %.1f failed_ops %d resent_ops %d\n", cpuPerMops, float64(proc.PeakRSS)/(1<<20), failed.Load(), cl.Traffic().Resent)
 	var checkErr error
 	if check != nil {
 		checkErr = check.finish(stdout)

@@ -115,15 +115,18 @@ func (h *History) Now() int64 { return int64(time.Since(h.start)) }
 const Unknown = math.MaxInt64
 
 // Record adds the ops of one batch, called at call and answered at ret,
-// with the results the client returned and its error.
-func (h *History) Record(client int, ops []wire.Op, results []wire.Result, err error, call, ret int64) {
+// with the results the client returned and its error. Each op's result
+// stands on its own: a batch split over shards can fail in one part
+// (err is set) while its other parts were applied, and an applied write
+// left out of the history would make a later read of it look wrong.
+func (h *History) Record(client int, ops []wire.Op, results []wire.Result, _ error, call, ret int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for i, op := range ops {
 		in := Input{Code: op.Code, Key: op.Key, Value: op.Value}
 		r := results[i]
 		switch {
-		case err == nil && r.Status.Applied():
+		case r.Status.Applied():
 			h.ops = append(h.ops, porcupine.Operation{ClientId: client, Input: in, Call: call, Return: ret,
 				Output: Output{Value: r.Value, Found: r.Status == wire.StatusOK}})
 		case op.Code != wire.OpGet && (r.Status == wire.StatusUnavail || r.Status == wire.StatusUnknown):

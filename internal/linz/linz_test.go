@@ -68,3 +68,23 @@ func TestUnknownWriteMayApplyLater(t *testing.T) {
 		require.Equal(t, porcupine.Ok, check(t, h))
 	}
 }
+
+// TestAppliedOpsOfAFailedBatchCount: a batch split over shards can fail
+// in one part (the error is set) while another part was applied. Its
+// applied write is in the history, at the batch's times, so a later read
+// of it is linearizable, and a later read that misses it is not; a get
+// of the failed part is left out.
+func TestAppliedOpsOfAFailedBatchCount(t *testing.T) {
+	partial := errors.New("one part timed out")
+	other := wire.Op{Code: wire.OpGet, Key: "elsewhere"}
+	for _, tc := range []struct {
+		read wire.Result
+		want porcupine.CheckResult
+	}{{wire.Result{Status: wire.StatusOK, Value: "1"}, porcupine.Ok}, {wire.Result{Status: wire.StatusNotFound}, porcupine.Illegal}} {
+		h := NewHistory()
+		h.Record(1, []wire.Op{put1, other}, []wire.Result{ok, {Status: wire.StatusUnavail}}, partial, 0, 10)
+		op(h, 2, get, tc.read, nil, 20, 30)
+		require.Len(t, h.Ops(), 2)
+		require.Equal(t, tc.want, check(t, h))
+	}
+}
