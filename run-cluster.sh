@@ -325,9 +325,11 @@ done
 # grow: add the spares one by one, in the background, logging to grow.log.
 grow() {
     for ((i = SERVER_COUNT; i < SERVER_COUNT + SPARES; i++)); do
-        echo "$(date +%H:%M:%S.%3N) add-server ${SERVER_ADDRS[$i]}"
+        echo "add-server ${SERVER_ADDRS[$i]} at_unix_ms $(date +%s%3N)"
         "$ROOT/bin/kvsctl" -hosts "$PEERS" "${CLIENT_TLS[@]+"${CLIENT_TLS[@]}"}" add-server "${SERVER_ADDRS[$i]}" || echo "add-server failed"
     done
+    echo "grown at_unix_ms $(date +%s%3N)"
+    "$ROOT/bin/kvsctl" -hosts "$PEERS" "${CLIENT_TLS[@]+"${CLIENT_TLS[@]}"}" map || true
 }
 
 # Progress every second, from the servers' own reports, until the clients end.
@@ -398,5 +400,12 @@ if "$ROOT/bin/kvsplot" run "$LOG_DIR"; then
     echo "utilization: $LOG_DIR/util.csv $LOG_DIR/util.png"
 else
     echo "warning: could not plot the run's utilization" >&2
+fi
+if (( GROWN )); then
+    if "$ROOT/bin/kvsplot" grow "$LOG_DIR"; then
+        echo "growth: $LOG_DIR/grow.log $LOG_DIR/grow.png"
+    else
+        echo "warning: could not read the growth of the run" >&2
+    fi
 fi
 exit "$failed"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/batchkv/batchkv/wire"
@@ -40,8 +41,10 @@ type placement struct {
 
 // mapRefresh keeps refreshes of the map to one at a time, and apart.
 type mapRefresh struct {
-	mu   sync.Mutex
-	last time.Time
+	mu      sync.Mutex
+	last    time.Time
+	running atomic.Bool // a background refresh is under way
+	grow    sync.Mutex  // serializes adding members
 }
 
 // Map refreshes are at most this often; a refresh asks each server for
@@ -50,6 +53,37 @@ const (
 	refreshEvery   = 50 * time.Millisecond
 	refreshTimeout = time.Second
 )
+
+// learn returns the index of the server at addr among the members,
+// adding it (with a connection pool) if the client had not heard of it.
+func (c *Client) learn(addr string) int {
+	if i, ok := c.members.Load().index[addr]; ok {
+		return i
+	}
+	c.refresh.grow.Lock()
+	defer c.refresh.grow.Unlock()
+	ms := c.members.Load()
+	if i, ok := ms.index[addr]; ok {
+		return i
+	}
+	ms = ms.with(addr, newServerConn(addr, &c.cfg, &c.traffic))
+	c.members.Store(ms)
+	return ms.index[addr]
+}
+
+// refreshInBackground starts a map refresh unless one is running, and
+// returns at once.
+func (c *Client) refreshInBackground() {
+	if c.closed.Load() || !c.refresh.running.CompareAndSwap(false, true) {
+		return
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer c.refresh.running.Store(false)
+		c.refreshMap(context.Background())
+	}()
+}
 
 // Epoch returns the epoch of the shard map the client routes with: 0
 // until it has learned one from the servers.
@@ -99,15 +133,12 @@ func (c *Client) refreshMap(ctx context.Context) {
 
 // adoptMap makes l the client's placement.
 func (c *Client) adoptMap(l wire.Layout) {
-	ms := c.members.Load()
 	for _, reps := range l.Placement {
 		for _, addr := range reps {
-			if _, ok := ms.index[addr]; !ok {
-				ms = ms.with(addr, newServerConn(addr, &c.cfg, &c.traffic))
-			}
+			c.learn(addr)
 		}
 	}
-	c.members.Store(ms)
+	ms := c.members.Load()
 	p := &placement{epoch: l.Epoch, replicas: make([][]int, len(l.Placement))}
 	for s, reps := range l.Placement {
 		for _, addr := range reps {

@@ -130,12 +130,12 @@ func (c *Client) sendShard(ctx context.Context, shard int, ops []wire.Op, result
 			hint, known := ms.index[reply.Leader]
 			if st == wire.StatusMoved || (reply.Leader != "" && !known) {
 				// Our map is stale: the shard moved, or its leader is a
-				// server we have not heard of.
-				c.refreshMap(ctx)
-				hint, known = c.members.Load().index[reply.Leader]
-				if st == wire.StatusMoved && c.leaderOf(shard) != srv {
-					redirected = true
-					break
+				// server we have not heard of. Follow the hint at once
+				// (connecting to a new server if need be) and fetch the
+				// map in the background.
+				c.refreshInBackground()
+				if reply.Leader != "" {
+					hint, known = c.learn(reply.Leader), true
 				}
 			}
 			if known && hint != srv {

@@ -34,7 +34,7 @@ func main() {
 	}
 }
 
-const usage = "usage: kvsplot run|row|sweep|scaling [flags] ARG (kvsplot CMD -h for its flags)"
+const usage = "usage: kvsplot run|row|sweep|scaling|grow [flags] ARG (kvsplot CMD -h for its flags)"
 
 func run(args []string, stdout io.Writer) error {
 	if len(args) == 0 {
@@ -79,6 +79,11 @@ func run(args []string, stdout io.Writer) error {
 			return err
 		}
 		return sweepPlots(fs.Arg(0), *x, *title, *out, stdout)
+	case "grow":
+		if err := parseOne(fs, args, "DIR"); err != nil {
+			return err
+		}
+		return growReport(fs.Arg(0), *skip, stdout)
 	case "scaling":
 		out := fs.String("out", "plots/scaling", "path prefix of the PNG and the Markdown table")
 		if err := parseOne(fs, args, "CSV"); err != nil {
