@@ -105,36 +105,39 @@ func (b *replicatedBackend) anyGroup(sh int) *replica.Group {
 	return b.set.Group(sh)
 }
 
-// mapPollEvery is how often a replicated server asks the meta group's
-// replicas for the current map, in case a change was not published to it
-// (its publisher stopped, or it was down).
+// mapPollEvery is how often a replicated server asks one of the meta
+// group's replicas for the current map, in case a change was not
+// published to it (its publisher stopped, or it was down).
 const mapPollEvery = time.Second
 
 // followMap adopts newer maps from the meta group's replicas until stop
-// closes.
+// closes: each second it asks the next of them for its map.
 func (b *replicatedBackend) followMap(admin client.Admin, stop <-chan struct{}) {
 	tick := time.NewTicker(mapPollEvery)
 	defer tick.Stop()
-	for {
+	for n := 0; ; n++ {
 		select {
 		case <-stop:
 			return
 		case <-tick.C:
 		}
-		for _, addr := range b.set.Map().Meta {
-			l, err := admin.Layout(addr, mapPollEvery)
-			if err != nil || l.Epoch <= b.set.Map().Epoch {
-				continue
-			}
-			m, err := shard.FromWire(l)
-			if err == nil {
-				err = b.set.Adopt(m)
-			}
-			if err != nil {
-				b.log.Warn("adopting the shard map", "from", addr, "epoch", l.Epoch, "err", err)
-			} else {
-				b.log.Info("adopted the shard map", "from", addr, "epoch", l.Epoch)
-			}
+		meta := b.set.Map().Meta
+		addr := meta[n%len(meta)]
+		if addr == b.set.Self() {
+			continue // its own map is the one it has
+		}
+		l, err := admin.Layout(addr, mapPollEvery)
+		if err != nil || l.Epoch <= b.set.Map().Epoch {
+			continue
+		}
+		m, err := shard.FromWire(l)
+		if err == nil {
+			err = b.set.Adopt(m)
+		}
+		if err != nil {
+			b.log.Warn("adopting the shard map", "from", addr, "epoch", l.Epoch, "err", err)
+		} else {
+			b.log.Info("adopted the shard map", "from", addr, "epoch", l.Epoch)
 		}
 	}
 }

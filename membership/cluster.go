@@ -57,7 +57,7 @@ type Cluster struct {
 	// Parallel is how many replica moves Rebalance makes at once; zero
 	// means DefaultParallel.
 	Parallel int
-	pool pool
+	pool     pool
 	// leaders remembers who answered as each shard's leader last.
 	leaders sync.Map
 	// bg tracks work left running in the background (publishing maps,

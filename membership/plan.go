@@ -238,6 +238,9 @@ func replace(reps []string, from, to string) []string {
 	return out
 }
 
+// handOverGap separates the leadership hand-overs of balanceLeaders.
+const handOverGap = 500 * time.Millisecond
+
 // balanceLeaders makes each server the preferred leader of its share of
 // shards (within one), and hands each changed shard's leadership to it.
 func (c *Cluster) balanceLeaders(m *shard.Map) (Summary, error) {
@@ -260,7 +263,13 @@ func (c *Cluster) balanceLeaders(m *shard.Map) (Summary, error) {
 	if err := c.commit(m, next); err != nil {
 		return sum, err
 	}
-	for _, sh := range slices.Compact(slices.Sorted(slices.Values(changed))) {
+	for i, sh := range slices.Compact(slices.Sorted(slices.Values(changed))) {
+		if i > 0 {
+			// Each hand-over pauses its shard for a moment; a client batch
+			// that spans every shard waits for the slowest, so hand-overs
+			// back to back would add up into one long stall.
+			time.Sleep(handOverGap)
+		}
 		to := next.Placement[sh][0]
 		if _, _, err := c.atLeader(next.Placement[sh], wire.MembershipRequest{Op: wire.TransferLeader, Shard: sh, Addr: to}); err != nil {
 			c.say("shard %d: handing leadership to %s: %v (its hand-back will)", sh, to, err)
