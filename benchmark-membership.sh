@@ -62,7 +62,7 @@ rf1() {
     local from to
     from=$(sed -n 's/^add-server .* at_unix_ms \([0-9]*\)/\1/p' "$dir/grow.log" | head -1)
     to=$(sed -n 's/^grown at_unix_ms \([0-9]*\)/\1/p' "$dir/grow.log")
-    echo "rf1 run $dir: add-server took $(( (to - from) )) ms"
+    echo "rf1 run $dir: add-server took $((to - from)) ms"
     grep -E '^done:|^  shard' "$dir/grow.log"
     for ((s = 0; s < shards; s++)); do
         local moved=no
@@ -75,8 +75,8 @@ rf1() {
                     if (t > from && last < to) { if (gap > during) during = gap }
                     else if (t <= from) { if (gap > before) before = gap } }
                 last = t }
-            $1 == "fail" { fails++ }
-            END { printf "  shard %d moved=%s: longest gap between acked writes %d ms while adding, %d ms before; %d failed writes\n", s, moved, during, before, fails }
+            $1 == "fail" && $2 > from && $2 < to { fails++ }
+            END { printf "  shard %d moved=%s: longest gap between acked writes %d ms while adding, %d ms before; %d writes failed while adding\n", s, moved, during, before, fails }
         ' "$dir/probe-$s.log"
     done
 }

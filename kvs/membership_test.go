@@ -22,7 +22,12 @@ import (
 // membershipCluster is 4 servers, RF=3 and 6 shards, of which the first
 // 3 start as members and the 4th joins as a spare.
 func membershipCluster(t *testing.T, opts ...func(*replCluster)) *replCluster {
-	c := newReplCluster(t, 4, 3, 6, append([]func(*replCluster){func(c *replCluster) { c.initial = 3 }}, opts...)...)
+	return membershipClusterRF(t, 3, opts...)
+}
+
+// membershipClusterRF is membershipCluster at replication factor rf.
+func membershipClusterRF(t *testing.T, rf int, opts ...func(*replCluster)) *replCluster {
+	c := newReplCluster(t, 4, rf, 6, append([]func(*replCluster){func(c *replCluster) { c.initial = 3 }}, opts...)...)
 	for sh := range 6 {
 		c.waitLeader(sh, -1)
 	}
@@ -108,45 +113,87 @@ func requireConverged(t *testing.T, c *replCluster, m *shard.Map) {
 // TestMembershipLinearizable: under a checked load and with 3,000 keys
 // written before, a 4th server joins and is added (it takes its share of
 // replicas and leaders), then one of the original servers is removed and
-// stopped. The history must be linearizable, every key must read back,
-// the map must place every shard on 3 members, and the replicas of each
-// shard must hold the same pairs.
+// stopped, at RF=3 and at RF=1 (one-replica groups, whose only replica
+// moves; server 0 also holds the meta group's only replica). The history
+// must be linearizable, every key must read back, the map must place
+// every shard on RF members, and the replicas of each shard must hold
+// the same pairs.
 func TestMembershipLinearizable(t *testing.T) {
 	if testing.Short() {
 		t.Skip("moves shards under load for about 15s")
 	}
-	c := membershipCluster(t)
-	bulk := c.client(t)
-	putAll(t, bulk, "bulk", 3000, valueOf("m"))
-	stop, answered := checkedLoad(t, c)
-	time.Sleep(500 * time.Millisecond)
-	drv := c.driver(t, nil)
-	c.start(3)
-	sum, err := drv.AddServer(c.addrs[3])
-	require.NoError(t, err)
-	require.NotEmpty(t, sum.Moves, "the new server took no replica")
-	before := answered.Load()
-	time.Sleep(500 * time.Millisecond)
-	sum, err = drv.RemoveServer(c.addrs[0])
-	require.NoError(t, err)
-	c.stop(0)
-	time.Sleep(500 * time.Millisecond)
-	ops := stop()
-	t.Logf("%d ops answered (%d before the removal)", answered.Load(), before)
-	require.Greater(t, answered.Load(), before, "no op was answered during the removal")
-	require.Equal(t, porcupine.Ok, check(t, ops))
+	for _, rf := range []int{3, 1} {
+		t.Run(fmt.Sprintf("RF=%d", rf), func(t *testing.T) {
+			c := membershipClusterRF(t, rf)
+			bulk := c.client(t)
+			putAll(t, bulk, "bulk", 3000, valueOf("m"))
+			stop, answered := checkedLoad(t, c)
+			time.Sleep(500 * time.Millisecond)
+			drv := c.driver(t, nil)
+			c.start(3)
+			sum, err := drv.AddServer(c.addrs[3])
+			require.NoError(t, err)
+			require.NotEmpty(t, sum.Moves, "the new server took no replica")
+			before := answered.Load()
+			time.Sleep(500 * time.Millisecond)
+			_, err = drv.RemoveServer(c.addrs[0])
+			require.NoError(t, err)
+			c.stop(0)
+			time.Sleep(500 * time.Millisecond)
+			ops := stop()
+			t.Logf("%d ops answered (%d before the removal)", answered.Load(), before)
+			require.Greater(t, answered.Load(), before, "no op was answered during the removal")
+			require.Equal(t, porcupine.Ok, check(t, ops))
 
-	m, err := drv.Map()
-	require.NoError(t, err)
-	require.NotContains(t, m.Servers, c.addrs[0])
-	require.Contains(t, m.Servers, c.addrs[3])
-	for sh, reps := range m.Placement {
-		require.Len(t, reps, 3, "shard %d", sh)
-		require.NotContains(t, reps, c.addrs[0], "shard %d", sh)
+			m, err := drv.Map()
+			require.NoError(t, err)
+			require.NotContains(t, m.Servers, c.addrs[0])
+			require.Contains(t, m.Servers, c.addrs[3])
+			for sh, reps := range m.Placement {
+				require.Len(t, reps, rf, "shard %d", sh)
+				require.NotContains(t, reps, c.addrs[0], "shard %d", sh)
+			}
+			require.NotContains(t, m.Meta, c.addrs[0])
+			checkAll(t, c.client(t, func(cfg *client.Config) { cfg.Servers = c.addrs[1:] }), "bulk", 3000, valueOf("m"))
+			requireConverged(t, c, m)
+		})
 	}
-	require.NotContains(t, m.Meta, c.addrs[0])
-	checkAll(t, c.client(t, func(cfg *client.Config) { cfg.Servers = c.addrs[1:] }), "bulk", 3000, valueOf("m"))
-	requireConverged(t, c, m)
+}
+
+// TestReplaceDeadServer: at RF=3 with 3 members, one dies for good. A
+// new server joins and is added (with the dead one still a member, its
+// share comes partly off the dead one), then the dead one is removed:
+// every shard it still held gets its third replica on the new server,
+// copied while a checked load runs. Every shard ends on 3 live replicas
+// that agree, every key reads back, and the history is linearizable.
+func TestReplaceDeadServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("moves shards under load")
+	}
+	c := membershipCluster(t)
+	putAll(t, c.client(t), "bulk", 2000, valueOf("d"))
+	stop, _ := checkedLoad(t, c)
+	drv := c.driver(t, nil)
+	c.stop(1) // for good
+	_, err := drv.RemoveServer(c.addrs[1])
+	require.ErrorContains(t, err, "would leave 2 servers for 3 replicas", "with RF members, the new server comes first")
+	c.start(3)
+	_, err = drv.AddServer(c.addrs[3])
+	require.NoError(t, err)
+	_, err = drv.RemoveServer(c.addrs[1])
+	require.NoError(t, err)
+	ops := stop()
+	require.Equal(t, porcupine.Ok, check(t, ops))
+	final, err := drv.Map()
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{c.addrs[0], c.addrs[2], c.addrs[3]}, final.Servers)
+	for sh, reps := range final.Placement {
+		require.Len(t, reps, 3, "shard %d", sh)
+		require.NotContains(t, reps, c.addrs[1], "shard %d", sh)
+	}
+	require.NotContains(t, final.Meta, c.addrs[1])
+	checkAll(t, c.client(t, func(cfg *client.Config) { cfg.Servers = []string{c.addrs[0]} }), "bulk", 2000, valueOf("d"))
+	requireConverged(t, c, final)
 }
 
 // TestMoveKilledMidway stops the destination of a move while it catches

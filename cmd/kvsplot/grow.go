@@ -125,6 +125,10 @@ func growReport(dir string, skip int, stdout io.Writer) error {
 		series = append(series, ts)
 	}
 	span := plots.Span{From: float64(g.from-t0) / 1000, To: float64(g.to-t0) / 1000, Label: "adding"}
-	return plots.Stacked("ops/s while servers are added, run "+filepath.Base(dir),
+	name := filepath.Base(filepath.Clean(dir))
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		name = filepath.Base(real)
+	}
+	return plots.Stacked("ops/s while servers are added, run "+name,
 		[]plots.Panel{{YLabel: "ops/s", Series: series}}, filepath.Join(dir, "grow.png"), span)
 }
