@@ -37,35 +37,45 @@ func leaderCounts(m *shard.Map) map[string]int {
 	return n
 }
 
-// balanceStep returns a move of one replica, of shard sh from the member
-// with the most replicas to the one with the fewest, or ok false when no
-// two members differ by more than one.
-func balanceStep(m *shard.Map) (sh int, from, to string, ok bool) {
-	n := replicaCounts(m)
-	byLoad := slices.Clone(m.Servers)
+// unevenPairs calls try with pairs of members whose counts in n differ by
+// more than one, the most uneven first, until try returns true; it
+// reports whether one did.
+func unevenPairs(servers []string, n map[string]int, try func(from, to string) bool) bool {
+	byLoad := slices.Clone(servers)
 	slices.SortStableFunc(byLoad, func(a, b string) int { return n[b] - n[a] })
 	for _, from := range byLoad {
 		for _, to := range slices.Backward(byLoad) {
 			if n[from]-n[to] <= 1 {
 				break
 			}
-			// Prefer a shard that from does not lead: its move needs no
-			// change of leader.
-			best := -1
-			for s, reps := range m.Placement {
-				if !slices.Contains(reps, from) || slices.Contains(reps, to) {
-					continue
-				}
-				if best < 0 || (m.Placement[best][0] == from && reps[0] != from) {
-					best = s
-				}
-			}
-			if best >= 0 {
-				return best, from, to, true
+			if try(from, to) {
+				return true
 			}
 		}
 	}
-	return 0, "", "", false
+	return false
+}
+
+// balanceStep returns a move of one replica, of shard sh from the member
+// with the most replicas to the one with the fewest, or ok false when no
+// two members differ by more than one.
+func balanceStep(m *shard.Map) (sh int, from, to string, ok bool) {
+	ok = unevenPairs(m.Servers, replicaCounts(m), func(f, t string) bool {
+		// Prefer a shard that f does not lead: its move needs no change
+		// of leader.
+		best := -1
+		for s, reps := range m.Placement {
+			if !slices.Contains(reps, f) || slices.Contains(reps, t) {
+				continue
+			}
+			if best < 0 || (m.Placement[best][0] == f && reps[0] != f) {
+				best = s
+			}
+		}
+		sh, from, to = best, f, t
+		return best >= 0
+	})
+	return sh, from, to, ok
 }
 
 // drainStep returns the next replica to move off addr (a data shard, or
@@ -102,20 +112,14 @@ func drainStep(m *shard.Map, addr string) (sh int, to string, ok bool) {
 // members' preferred counts differ by more than one (or no shard allows
 // evening them further).
 func leaderStep(m *shard.Map) (sh int, to string, ok bool) {
-	n := leaderCounts(m)
-	byLoad := slices.Clone(m.Servers)
-	slices.SortStableFunc(byLoad, func(a, b string) int { return n[b] - n[a] })
-	for _, from := range byLoad {
-		for _, to := range slices.Backward(byLoad) {
-			if n[from]-n[to] <= 1 {
-				break
-			}
-			for s, reps := range m.Placement {
-				if reps[0] == from && slices.Contains(reps, to) {
-					return s, to, true
-				}
+	ok = unevenPairs(m.Servers, leaderCounts(m), func(f, t string) bool {
+		for s, reps := range m.Placement {
+			if reps[0] == f && slices.Contains(reps, t) {
+				sh, to = s, t
+				return true
 			}
 		}
-	}
-	return 0, "", false
+		return false
+	})
+	return sh, to, ok
 }

@@ -33,12 +33,7 @@ func settle(t *testing.T, m *shard.Map) (*shard.Map, int) {
 			break
 		}
 		require.Less(t, moves, 1000, "balanceStep does not converge")
-		reps := m.Placement[sh]
-		for i, r := range reps {
-			if r == from {
-				reps[i] = to
-			}
-		}
+		m.Placement[sh] = replace(m.Placement[sh], from, to)
 		require.NoError(t, m.Validate())
 	}
 	for i := 0; ; i++ {
@@ -102,22 +97,8 @@ func TestDrain(t *testing.T) {
 		}
 		require.Less(t, i, 100)
 		require.NotEqual(t, gone, to)
-		reps := m.Placement
-		if sh == m.Shards {
-			require.NotContains(t, m.Meta, to)
-			for j, r := range m.Meta {
-				if r == gone {
-					m.Meta[j] = to
-				}
-			}
-			continue
-		}
-		require.NotContains(t, reps[sh], to)
-		for j, r := range reps[sh] {
-			if r == gone {
-				reps[sh][j] = to
-			}
-		}
+		require.NotContains(t, placementOf(m, sh), to)
+		m = setPlacement(m, sh, replace(placementOf(m, sh), gone, to))
 	}
 	require.Empty(t, m.Hosted(gone))
 	require.NotContains(t, m.Meta, gone)
