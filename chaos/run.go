@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -82,6 +83,8 @@ func DefaultOptions(scenario string) Options {
 		// Enough shards that 3 and 4 servers each get an equal share.
 		o.Shards, o.Spares, o.RF = 12, 1, 3
 		o.Fault = 5 * time.Second
+	case "move-killed":
+		o.Shards, o.Spares, o.RF = 4, 1, 3
 	case "random":
 		o.Spares, o.RF = 1, 3
 	}
@@ -130,6 +133,8 @@ type run struct {
 	// drv changes the cluster's membership (rebalance, random's moves).
 	drv     *membership.Cluster
 	drvOnce sync.Once
+	// onStep, if set, sees every step the driver reports.
+	onStep atomic.Pointer[func(string)]
 }
 
 // Run runs one scenario and writes its results under opt.Dir.

@@ -18,7 +18,7 @@ type scenario struct {
 }
 
 // scenarioOrder lists the scenarios as `chaos.sh all` runs them.
-var scenarioOrder = []string{"slow-follower", "slow-network", "crash-leader", "crash-follower", "partition", "pause", "rebalance", "random"}
+var scenarioOrder = []string{"slow-follower", "slow-network", "crash-leader", "crash-follower", "partition", "pause", "rebalance", "move-killed", "random"}
 
 var scenarios = map[string]scenario{
 	"slow-follower":  {"one follower limited to a sliver of a CPU (the Raft seed's 0.02-CPU container)", slowFollower},
@@ -28,6 +28,7 @@ var scenarios = map[string]scenario{
 	"partition":      {"cut the leader off from its peers, heal; then a one-way partition", partition},
 	"pause":          {"SIGSTOP the leader past the election timeout, then SIGCONT", pause},
 	"rebalance":      {"add a 4th server to 3 and rebalance onto it, then remove one of the first 3 (RF=3, 12 shards)", rebalance},
+	"move-killed":    {"kill -9 the destination of a shard move while it catches up, then the source of another, its shard's leader, once the destination votes", killedMidMove},
 	"random":         {"a random fault every interval, healed before the next (Jepsen's shape), moves of a replica to a spare server among them", random},
 }
 

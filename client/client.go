@@ -170,7 +170,8 @@ type Client struct {
 	// its own; from then on batches go out with RingID 0.
 	unrouted atomic.Bool
 	closed   atomic.Bool
-	wg       sync.WaitGroup // auto-batcher sends in flight
+	closing  sync.Mutex     // orders Close against background refreshes starting
+	wg       sync.WaitGroup // auto-batcher sends and map refreshes in flight
 	traffic  traffic
 }
 
@@ -204,8 +205,12 @@ func New(cfg Config) (*Client, error) {
 			c.leaders[s].Store(int32(c.layout.Preferred(s)))
 		}
 		c.place.Store(p)
-		if cfg.Map != nil && cfg.Map.Shards == cfg.Shards && len(cfg.Map.Placement) == cfg.Shards {
-			c.adoptMap(*cfg.Map)
+		if cfg.Map != nil && cfg.Map.Shards == cfg.Shards {
+			m, err := shard.FromWire(*cfg.Map)
+			if err != nil {
+				return nil, fmt.Errorf("client: Config.Map: %w", err)
+			}
+			c.adoptMap(m)
 		}
 		c.sessions = newSessionPool()
 		targets = cfg.Shards
@@ -233,7 +238,10 @@ func (c *Client) Ring() *ring.Ring { return c.ring }
 // Close closes the connections. Calls in flight fail; later calls return
 // ErrClosed. Close is idempotent.
 func (c *Client) Close() error {
-	if c.closed.Swap(true) {
+	c.closing.Lock()
+	wasClosed := c.closed.Swap(true)
+	c.closing.Unlock()
+	if wasClosed {
 		return nil
 	}
 	for _, b := range c.batchers {

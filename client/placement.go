@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/batchkv/batchkv/shard"
 	"github.com/batchkv/batchkv/wire"
 )
 
@@ -74,7 +75,15 @@ func (c *Client) learn(addr string) int {
 // refreshInBackground starts a map refresh unless one is running, and
 // returns at once.
 func (c *Client) refreshInBackground() {
-	if c.closed.Load() || !c.refresh.running.CompareAndSwap(false, true) {
+	if !c.refresh.running.CompareAndSwap(false, true) {
+		return
+	}
+	// Close sets closed under closing before it waits for wg: an Add
+	// after that point would race with the Wait.
+	c.closing.Lock()
+	defer c.closing.Unlock()
+	if c.closed.Load() {
+		c.refresh.running.Store(false)
 		return
 	}
 	c.wg.Add(1)
@@ -95,10 +104,10 @@ func (c *Client) Epoch() uint64 {
 }
 
 // refreshMap asks the servers the client knows for their shard maps and
-// adopts the newest, if newer than its own: servers that joined get
-// connections, and shards whose believed leader is no longer a replica
-// start again from their preferred replica. Concurrent callers wait for
-// one refresh.
+// adopts the newest valid one, if newer than its own: servers that
+// joined get connections, and shards whose believed leader is no longer
+// a replica start again from their preferred replica. It runs in the
+// background (refreshInBackground), one at a time.
 func (c *Client) refreshMap(ctx context.Context) {
 	before := c.Epoch()
 	c.refresh.mu.Lock()
@@ -119,20 +128,25 @@ func (c *Client) refreshMap(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
-	best := wire.Layout{Epoch: before}
+	var best *shard.Map
 	for _, l := range maps {
-		if l.Epoch > best.Epoch && l.Shards == len(c.leaders) && len(l.Placement) == l.Shards {
-			best = l
+		if l.Epoch <= before || l.Shards != len(c.leaders) || (best != nil && l.Epoch <= best.Epoch) {
+			continue
+		}
+		// A map that does not validate (a shard with no replica, say) is
+		// a server's bug or a stranger's: it is not routed by.
+		if m, err := shard.FromWire(l); err == nil {
+			best = m
 		}
 	}
-	if best.Epoch == before || ctx.Err() != nil {
+	if best == nil || ctx.Err() != nil {
 		return
 	}
 	c.adoptMap(best)
 }
 
-// adoptMap makes l the client's placement.
-func (c *Client) adoptMap(l wire.Layout) {
+// adoptMap makes m, a validated map, the client's placement.
+func (c *Client) adoptMap(l *shard.Map) {
 	for _, reps := range l.Placement {
 		for _, addr := range reps {
 			c.learn(addr)

@@ -124,7 +124,9 @@ func (b *replicatedBackend) followMap(admin client.Admin, stop <-chan struct{}) 
 		meta := b.set.Map().Meta
 		addr := meta[n%len(meta)]
 		if addr == b.set.Self() {
-			continue // its own map is the one it has
+			// A meta replica adopts what it commits as leader; as a
+			// follower it learns new maps from publishes and the others.
+			continue
 		}
 		l, err := admin.Layout(addr, mapPollEvery)
 		if err != nil || l.Epoch <= b.set.Map().Epoch {

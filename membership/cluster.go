@@ -22,8 +22,10 @@
 // Raft group, so no acknowledged write can be lost or applied twice by a
 // move; the map only tells clients and servers where to look, and a stale
 // one costs a redirect (wire.StatusMoved), never a wrong answer. A move
-// that fails before step 3 is rolled back (B leaves the group); one that
-// fails later leaves a group the next Reconcile writes into the map.
+// that fails before step 3 is rolled back (B leaves the group). One that
+// fails later leaves work for the next Reconcile: a group with an extra
+// voter loses the one the map does not name, and a map behind its group
+// follows it.
 package membership
 
 import (
@@ -61,8 +63,10 @@ type Cluster struct {
 	// leaders remembers who answered as each shard's leader last.
 	leaders sync.Map
 	// bg tracks work left running in the background (publishing maps,
-	// closing moved-off replicas).
-	bg sync.WaitGroup
+	// closing moved-off replicas); closes holds a channel per (shard,
+	// server) closing, closed when it is done.
+	bg     sync.WaitGroup
+	closes sync.Map
 	// cache is the last map read or committed, and who led the meta
 	// group then: where Map asks first.
 	cache struct {
@@ -224,17 +228,26 @@ func (c *Cluster) commit(cur, next *shard.Map) error {
 // commitPlacement sets shard sh's replicas to reps in the current map,
 // reading it again and retrying when a concurrent move committed first.
 func (c *Cluster) commitPlacement(sh int, reps []string) (*shard.Map, error) {
-	for {
-		cur, err := c.Map()
-		if err != nil {
+	var err error
+	for attempt := 0; attempt < commitAttempts; attempt++ {
+		var cur *shard.Map
+		if cur, err = c.Map(); err != nil {
 			return nil, err
 		}
+		if slices.Equal(placementOf(cur, sh), reps) {
+			return cur, nil // an earlier attempt committed after all
+		}
 		next := setPlacement(cur, sh, reps)
-		if err := c.commit(cur, next); !errors.Is(err, ErrStale) {
+		if err = c.commit(cur, next); !errors.Is(err, ErrStale) {
 			return next, err
 		}
+		time.Sleep(time.Duration(attempt+1) * 10 * time.Millisecond)
 	}
+	return nil, err
 }
+
+// commitAttempts bounds commitPlacement's compare-and-set retries.
+const commitAttempts = 20
 
 // background runs f off the moves' critical path; Close waits for it.
 func (c *Cluster) background(f func()) {
@@ -243,6 +256,29 @@ func (c *Cluster) background(f func()) {
 		defer c.bg.Done()
 		f()
 	}()
+}
+
+// closing runs do, the closing of shard sh's replica on addr, in the
+// background; awaitClose waits for it, so that a later move that opens a
+// replica of sh on addr does not have the new one closed under it.
+func (c *Cluster) closing(sh int, addr string, do func()) {
+	done := make(chan struct{})
+	c.closes.Store(closeKey{sh, addr}, done)
+	c.background(func() {
+		defer close(done)
+		do()
+	})
+}
+
+func (c *Cluster) awaitClose(sh int, addr string) {
+	if done, ok := c.closes.Load(closeKey{sh, addr}); ok {
+		<-done.(chan struct{})
+	}
+}
+
+type closeKey struct {
+	shard int
+	addr  string
 }
 
 // publish gives m to its members and to others (best effort: a server
@@ -256,10 +292,10 @@ func (c *Cluster) publish(m *shard.Map, others []string) {
 	}
 	done := make(chan struct{}, len(to))
 	for _, addr := range to {
-		go func() {
+		c.background(func() {
 			_, _ = c.call(addr, wire.MembershipRequest{Op: wire.PublishMap, Shard: 0, Map: m.Wire()})
 			done <- struct{}{}
-		}()
+		})
 	}
 	// A server that is down or stopped must not hold up the move.
 	wait := time.After(publishWait)

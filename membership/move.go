@@ -1,7 +1,6 @@
 package membership
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -46,7 +45,9 @@ func (c *Cluster) Move(sh int, from, to string) (*shard.Map, Moved, error) {
 	case !slices.Contains(m.Servers, to):
 		return m, mv, fmt.Errorf("membership: %s is not a member; add-server it first", to)
 	}
-	// 1. An empty replica on to.
+	// 1. An empty replica on to, once an earlier move's close of one
+	// there (in the background) is done.
+	c.awaitClose(sh, to)
 	if _, err := c.call(to, wire.MembershipRequest{Op: wire.OpenReplica, Shard: sh, Peers: reps}); err != nil {
 		return m, mv, fmt.Errorf("membership: opening %s on %s: %w", name, to, err)
 	}
@@ -102,7 +103,7 @@ func (c *Cluster) Move(sh int, from, to string) (*shard.Map, Moved, error) {
 		}
 	}
 	// 7. from lets go of its copy, off the critical path.
-	c.background(func() {
+	c.closing(sh, from, func() {
 		if _, err := c.call(from, wire.MembershipRequest{Op: wire.CloseReplica, Shard: sh, Map: nm.Wire()}); err != nil {
 			c.say("%s: %s did not close its replica (%v); rebalance closes it later", name, from, err)
 		}
@@ -112,16 +113,25 @@ func (c *Cluster) Move(sh int, from, to string) (*shard.Map, Moved, error) {
 	return nm, mv, nil
 }
 
-// catchUpPoll is how often a new replica's progress is read.
-const catchUpPoll = 50 * time.Millisecond
+// catchUpPoll is how often a new replica's progress is read, and downFor
+// how long it may not answer before its move is rolled back.
+const (
+	catchUpPoll = 50 * time.Millisecond
+	downFor     = 15 * time.Second
+)
 
 // awaitCatchUp waits until the replica of sh on addr has applied index
 // target, and returns how many keys it then holds.
 func (c *Cluster) awaitCatchUp(sh int, addr string, target uint64) (int, error) {
 	deadline := time.Now().Add(c.catchUp())
+	lastAnswer := time.Now()
 	for {
 		st, err := c.status(addr)
+		if err != nil && time.Since(lastAnswer) > downFor {
+			return 0, fmt.Errorf("membership: %s has not answered for %v while catching up shard %d: %w", addr, downFor, sh, err)
+		}
 		if err == nil {
+			lastAnswer = time.Now()
 			for _, s := range st.Shards {
 				if s.Shard == sh && s.Applied >= target {
 					return s.Keys, nil
@@ -142,13 +152,24 @@ func (c *Cluster) awaitCatchUp(sh int, addr string, target uint64) (int, error) 
 }
 
 // rollBack undoes a move that failed before its new replica became a
-// voter: the learner leaves the group and closes its replica.
+// voter: the replica leaves the group, and once the leader no longer
+// lists it, it closes. A replica the group still lists (its removal
+// failed, or it already votes) keeps its data: closing it would take a
+// member's log away.
 func (c *Cluster) rollBack(m *shard.Map, sh int, to string) {
 	name := shardName(m, sh)
-	_, _, err := c.atLeader(placementOf(m, sh), wire.MembershipRequest{Op: wire.RemoveMember, Shard: sh, Addr: to})
-	_, cerr := c.call(to, wire.MembershipRequest{Op: wire.CloseReplica, Shard: sh, Map: m.Wire()})
-	if err := errors.Join(err, cerr); err != nil {
-		c.say("%s: rolling back the learner on %s: %v (rebalance retries)", name, to, err)
+	reps := placementOf(m, sh)
+	if _, _, err := c.atLeader(reps, wire.MembershipRequest{Op: wire.RemoveMember, Shard: sh, Addr: to}); err != nil {
+		c.say("%s: rolling back %s: its removal failed (%v); the next reconcile retries", name, to, err)
+		return
+	}
+	_, rep, err := c.members(m, sh)
+	if err != nil || slices.ContainsFunc(rep.Members, func(mb wire.Member) bool { return mb.Addr == to }) {
+		c.say("%s: rolling back %s: the group may still list it; its data stays", name, to)
+		return
+	}
+	if _, err := c.call(to, wire.MembershipRequest{Op: wire.CloseReplica, Shard: sh, Map: m.Wire()}); err != nil {
+		c.say("%s: rolled back: %s left the group, but did not close its replica (%v); reconcile closes it", name, to, err)
 		return
 	}
 	c.say("%s: rolled back: %s left the group", name, to)

@@ -13,10 +13,10 @@ import (
 
 // Summary is what a membership command did.
 type Summary struct {
-	Moves   []Moved
-	Leaders int // leaderships handed over to even them out
-	Epoch   uint64
-	Took    time.Duration
+	Moves   []Moved       // the replica moves that completed
+	Leaders int           // leaderships handed over to even them out
+	Epoch   uint64        // the map's epoch after the last leader change (0 if none)
+	Took    time.Duration // from the command's start to its end
 }
 
 // AddServer makes addr, a server started with -join, a member, then
@@ -319,6 +319,17 @@ func (c *Cluster) Reconcile() error {
 			c.say("%s: removing the learner %s left by an unfinished move", shardName(m, sh), mb.Addr)
 			c.rollBack(m, sh, mb.Addr)
 		}
+		if len(voters) > m.RF {
+			// A move stopped between making its new replica a voter and
+			// removing the old one: undo it (the planner makes it again).
+			for _, v := range voters {
+				if !slices.Contains(placed, v) {
+					c.say("%s: removing %s, a voter the map does not place there, left by an unfinished move", shardName(m, sh), v)
+					c.rollBack(m, sh, v)
+				}
+			}
+			continue
+		}
 		if sameSet(voters, placed) || len(voters) != m.RF {
 			continue
 		}
@@ -343,19 +354,26 @@ func (c *Cluster) Reconcile() error {
 		}
 		m = next
 	}
-	c.closeStrays(m)
+	// A replica its group still lists keeps its data, whatever the map
+	// says; so does every replica of a group whose leader did not answer.
+	keep := func(sh int, addr string) bool {
+		return errs[sh] != nil || slices.ContainsFunc(reps[sh].Members, func(mb wire.Member) bool { return mb.Addr == addr })
+	}
+	c.closeStrays(m, keep)
 	return nil
 }
 
-// closeStrays asks every member to close replicas m does not place on it.
-func (c *Cluster) closeStrays(m *shard.Map) {
+// closeStrays asks every member to close the data shards' replicas that m
+// does not place on it and keep does not keep. (The meta group's are not
+// listed by Status; a stray of it runs until its server restarts.)
+func (c *Cluster) closeStrays(m *shard.Map, keep func(sh int, addr string) bool) {
 	for _, addr := range m.Servers {
 		st, err := c.status(addr)
 		if err != nil {
 			continue
 		}
 		for _, s := range st.Shards {
-			if s.Shard < m.Shards && !slices.Contains(m.Placement[s.Shard], addr) {
+			if s.Shard < m.Shards && !slices.Contains(m.Placement[s.Shard], addr) && !keep(s.Shard, addr) {
 				if _, err := c.call(addr, wire.MembershipRequest{Op: wire.CloseReplica, Shard: s.Shard, Map: m.Wire()}); err == nil {
 					c.say("shard %d: %s closed a replica the map does not place there", s.Shard, addr)
 				}

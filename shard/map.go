@@ -16,10 +16,10 @@ import (
 // change makes a new Map with a higher Epoch; a Map is never modified
 // once shared.
 type Map struct {
-	Epoch        uint64
-	Shards       int
-	RF           int
-	VirtualNodes int
+	Epoch        uint64 // the map's version; every change raises it
+	Shards       int    // shards keys map to; fixed for the cluster's life
+	RF           int    // replicas of each shard, and of the meta group
+	VirtualNodes int    // the ring's virtual nodes per shard (0: the default)
 	// Servers are the members, in the order they joined.
 	Servers []string
 	// Placement[s] are shard s's replicas, its preferred leader first.

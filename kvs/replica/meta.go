@@ -151,6 +151,9 @@ func (s *Set) OpenReplica(sh int, peers []string) error {
 func (s *Set) CloseReplica(sh int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return errors.New("replica: closed")
+	}
 	m := s.Map()
 	reps := m.Replicas(sh)
 	if sh == m.Shards {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -157,7 +158,36 @@ func Open(cfg Config) (*Set, error) {
 			return nil, err
 		}
 	}
+	// A replica a move was adding when the server stopped is not in the
+	// map yet: its data is reopened, so that the move can finish (a move
+	// that gave up closes it, and so does the next Reconcile).
+	for _, sh := range s.onDisk() {
+		if s.group(sh) == nil {
+			if err := s.openLocked(sh, m.Replicas(sh), true); err != nil {
+				s.closeLocked()
+				return nil, err
+			}
+		}
+	}
 	return s, nil
+}
+
+// onDisk returns the data shards whose replica data is in the data dir
+// (the meta group's, in "meta", opens only when the map places it here).
+func (s *Set) onDisk() []int {
+	entries, err := os.ReadDir(s.cfg.DataDir)
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range entries {
+		var sh int
+		if _, err := fmt.Sscanf(e.Name(), "shard-%d", &sh); err == nil && e.IsDir() &&
+			e.Name() == fmt.Sprintf("shard-%d", sh) && sh >= 0 && sh < s.layout.Shards() {
+			out = append(out, sh)
+		}
+	}
+	return out
 }
 
 // compatible checks that m places the same shards, keyed the same way,
