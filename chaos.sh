@@ -14,7 +14,7 @@ usage: ./chaos.sh SCENARIO|all [flags]
        ./chaos.sh --help
 
 Scenarios: slow-follower slow-network crash-leader crash-follower partition
-pause rebalance random, or all of them in turn. Results (summary.md, timeline.png,
+pause rebalance move-killed random, or all of them in turn. Results (summary.md, timeline.png,
 timeline.csv, events.csv, status.csv, history.csv, server logs, and
 linearizability.html on a violation) go to logs/chaos-<time>/<scenario>/.
 Exit status 0 when every verdict is PASS, 1 otherwise.
