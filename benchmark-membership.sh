@@ -68,15 +68,15 @@ rf1() {
         local moved=no
         if grep -q "^  shard $s:" "$dir/grow.log"; then moved=yes; fi
         # The longest time between two acknowledged writes that falls in
-        # the add, and the same before it.
+        # the add, and the same over the 5 s before it.
         awk -v from="$from" -v to="$to" -v s="$s" -v moved="$moved" '
             $1 == "ok" { t = $2
                 if (last > 0) { gap = t - last
                     if (t > from && last < to) { if (gap > during) during = gap }
-                    else if (t <= from) { if (gap > before) before = gap } }
+                    else if (t <= from && last >= from - 5000) { if (gap > before) before = gap } }
                 last = t }
             $1 == "fail" && $2 > from && $2 < to { fails++ }
-            END { printf "  shard %d moved=%s: longest gap between acked writes %d ms while adding, %d ms before; %d writes failed while adding\n", s, moved, during, before, fails }
+            END { printf "  shard %d moved=%s: longest gap between acked writes %d ms while adding, %d ms in the 5 s before; %d writes failed while adding\n", s, moved, during, before, fails }
         ' "$dir/probe-$s.log"
     done
 }

@@ -69,25 +69,31 @@ func growReport(dir string, skip int, stdout io.Writer) error {
 			}
 		}
 	}
+	if len(total) == 0 {
+		return fmt.Errorf("%s: no client samples", dir)
+	}
+	// Seconds wholly before the add, seconds that overlap it, and
+	// seconds wholly after it.
 	var before, during, after []float64
 	for sec, ops := range total {
 		switch ms := sec * 1000; {
 		case ms+1000 <= g.from:
 			before = append(before, ops)
-		case ms >= g.from && ms+1000 <= g.to:
-			during = append(during, ops)
 		case ms >= g.to:
 			after = append(after, ops)
+		default:
+			during = append(during, ops)
 		}
 	}
-	if len(before) == 0 || len(during) == 0 {
-		return fmt.Errorf("%s: want whole seconds of load before and during the add (got %d and %d)", dir, len(before), len(during))
-	}
-	med := runlog.Median(before)
-	low := slices.Min(during)
 	fmt.Fprintf(stdout, "grow: spares added in %.1f s\n", float64(g.to-g.from)/1000)
-	fmt.Fprintf(stdout, "grow: client ops/s median before %.0f, lowest second while adding %.0f (%.0f%% of the median), median after %.0f\n",
-		med, low, 100*low/med, runlog.Median(after))
+	if len(before) == 0 || len(during) == 0 {
+		fmt.Fprintf(stdout, "grow: no second of load before the add to compare with (a run too short)\n")
+	} else {
+		med := runlog.Median(before)
+		low := slices.Min(during)
+		fmt.Fprintf(stdout, "grow: client ops/s median before %.0f, lowest second while adding %.0f (%.0f%% of the median), median after %.0f\n",
+			med, low, 100*low/med, runlog.Median(after))
+	}
 	var resent int64
 	for _, c := range r.Clients {
 		raw, err := os.ReadFile(filepath.Join(dir, "client-"+c.Name+".log"))
@@ -101,14 +107,14 @@ func growReport(dir string, skip int, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "grow: ops resent by the clients (redirected or retried): %d\n", resent)
 
-	t0 := g.from - 1000*int64(len(before)) - 1000
-	var clientSeries plots.TimeSeries
-	clientSeries.Name = "clients, total"
 	secs := make([]int64, 0, len(total))
 	for sec := range total {
 		secs = append(secs, sec)
 	}
 	slices.Sort(secs)
+	t0 := min(secs[0]*1000, g.from) - 1000
+	var clientSeries plots.TimeSeries
+	clientSeries.Name = "clients, total"
 	for _, sec := range secs {
 		clientSeries.Seconds = append(clientSeries.Seconds, float64(sec*1000-t0)/1000)
 		clientSeries.Values = append(clientSeries.Values, total[sec])

@@ -44,6 +44,15 @@ func TestGrowReport(t *testing.T) {
 	require.Contains(t, out.String(), "resent by the clients (redirected or retried): 321")
 	plotstest.RequirePNG(t, filepath.Join(dir, "grow.png"), plots.Width, plots.PanelHeight)
 
+	// A run too short to have a second of load before the add still
+	// reports the add's time.
+	short := "add-server 127.0.0.2:8081 at_unix_ms 100500\ngrown at_unix_ms 100900\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "grow.log"), []byte(short), 0o644))
+	out.Reset()
+	require.NoError(t, run([]string{"grow", "-skip", "0", dir}, &out))
+	require.Contains(t, out.String(), "spares added in 0.4 s")
+	require.Contains(t, out.String(), "no second of load before the add")
+
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "grow.log"), []byte("add-server x failed\n"), 0o644))
 	require.Error(t, run([]string{"grow", dir}, &out), "a grow.log without times")
 }
