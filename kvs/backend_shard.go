@@ -2,6 +2,7 @@ package kvs
 
 import (
 	"errors"
+	"time"
 
 	"github.com/batchkv/batchkv/kvs/replica"
 	"github.com/batchkv/batchkv/wire"
@@ -130,7 +131,7 @@ func (b *replicatedBackend) serveShard(g *replica.Group, args *wire.BatchArgs, r
 		if !g.ReadLease() && !b.staleReads.Load() && !b.plantedOwner(g) {
 			if err := g.ReadBarrier(); err != nil {
 				b.answerAll(p, results, wire.StatusNotLeader)
-				reply.Leader = g.LeaderHint()
+				reply.Leader = leaderAfter(g, err)
 				return
 			}
 		}
@@ -141,7 +142,7 @@ func (b *replicatedBackend) serveShard(g *replica.Group, args *wire.BatchArgs, r
 	w, err := g.Write(entry, replica.ApplyTimeout)
 	switch {
 	case errors.Is(err, replica.ErrNotLeader):
-		reply.Leader = g.LeaderHint()
+		reply.Leader = leaderAfter(g, err)
 		b.answerAll(p, results, wire.StatusNotLeader)
 		return
 	case err != nil:
@@ -189,6 +190,22 @@ func (b *replicatedBackend) serveShard(g *replica.Group, args *wire.BatchArgs, r
 // lets this replica serve reads because the map prefers it.
 func (b *replicatedBackend) plantedOwner(g *replica.Group) bool {
 	return b.serveByMap.Load() && g.Placement()[0] == b.set.Self()
+}
+
+// handOverWait bounds how long a batch turned away during a leadership
+// hand-over waits to learn the new leader (a hand-over takes tens of
+// milliseconds; an election after a failed one, about a second).
+const handOverWait = 500 * time.Millisecond
+
+// leaderAfter returns the leader hint for a batch that g turned away
+// with err: during a hand-over, the new leader once it is known, so that
+// the client goes there at once instead of backing off and retrying
+// here.
+func leaderAfter(g *replica.Group, err error) string {
+	if errors.Is(err, replica.ErrHandingOver) {
+		return g.AwaitNewLeader(handOverWait)
+	}
+	return g.LeaderHint()
 }
 
 // serveReads reads the plan's free gets from the store into results.

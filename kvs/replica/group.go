@@ -307,6 +307,35 @@ var ErrLeadershipLost = raft.ErrLeadershipLost
 // the leader, or not yet ready to serve reads in its term.
 var ErrNotLeader = errors.New("replica: not the leader")
 
+// ErrHandingOver says this replica, the leader, is handing its
+// leadership to another and took nothing in meanwhile. It is an
+// ErrNotLeader; AwaitNewLeader names the next leader.
+var ErrHandingOver = fmt.Errorf("%w: handing leadership over", ErrNotLeader)
+
+// AwaitNewLeader waits, up to timeout, until this replica knows a leader
+// other than itself after a hand-over, and returns it ("" if none came).
+// A request turned away during the hand-over can then go straight to the
+// new leader instead of retrying here.
+func (g *Group) AwaitNewLeader(timeout time.Duration) string {
+	deadline := time.Now().Add(timeout)
+	for {
+		if l := g.LeaderHint(); l != "" && l != g.self {
+			return l
+		}
+		if time.Now().After(deadline) {
+			return g.LeaderHint()
+		}
+		select {
+		case <-g.stop:
+			return ""
+		case <-time.After(handOverPoll):
+		}
+	}
+}
+
+// handOverPoll is how often AwaitNewLeader looks at the leader.
+const handOverPoll = 2 * time.Millisecond
+
 // ReadBarrier returns nil once a read that started before the call may be
 // served from this replica's store: a barrier entry appended after the
 // read began has been committed by this replica as leader and applied,
@@ -326,6 +355,9 @@ func (g *Group) ReadBarrier() error {
 	}
 	start := g.lease.now()
 	if err := g.await(g.raft.Barrier(ApplyTimeout)); err != nil || g.raft.CurrentTerm() != term {
+		if errors.Is(err, raft.ErrLeadershipTransferInProgress) {
+			return ErrHandingOver
+		}
 		return ErrNotLeader
 	}
 	g.lease.renew(start, term)
@@ -362,8 +394,9 @@ func (g *Group) Write(entry []byte, timeout time.Duration) (Written, error) {
 	f := g.raft.Apply(entry, timeout)
 	if err := g.await(f); err != nil {
 		switch {
-		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrEnqueueTimeout),
-			errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		case errors.Is(err, raft.ErrLeadershipTransferInProgress):
+			return Written{}, ErrHandingOver
+		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrEnqueueTimeout):
 			return Written{}, ErrNotLeader
 		}
 		return Written{}, err
