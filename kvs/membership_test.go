@@ -333,3 +333,77 @@ func TestMembershipCheckerCatchesEarlySwitch(t *testing.T) {
 		})
 	}
 }
+
+// TestMembershipBadInput: bad membership requests get a clear error (or
+// NotLeader where only a leader may act) and change nothing: the map
+// keeps its epoch, every replica stays, and the store keeps serving.
+func TestMembershipBadInput(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs elections")
+	}
+	c := membershipCluster(t)
+	admin := c.admin()
+	call := func(addr string, req wire.MembershipRequest) (wire.MembershipReply, error) {
+		return admin.Membership(addr, req, 5*time.Second)
+	}
+	l, err := admin.Layout(c.addrs[0], time.Second)
+	require.NoError(t, err)
+	valid, err := shard.FromWire(l)
+	require.NoError(t, err)
+
+	_, err = call(c.addrs[0], wire.MembershipRequest{Op: wire.Members, Shard: -1})
+	require.ErrorContains(t, err, "shard -1")
+	_, err = call(c.addrs[0], wire.MembershipRequest{Op: wire.Members, Shard: 99})
+	require.ErrorContains(t, err, "shard 99")
+	_, err = call(c.addrs[0], wire.MembershipRequest{Op: 99, Shard: 0})
+	require.ErrorContains(t, err, "unknown membership op")
+
+	broken := valid.Wire()
+	broken.Epoch++
+	broken.Placement[2] = nil // a shard with no replica
+	_, err = call(c.addrs[0], wire.MembershipRequest{Op: wire.PublishMap, Map: broken})
+	require.ErrorContains(t, err, "shard 2 has 0 replicas")
+	for _, leader := range c.addrs[:3] {
+		_, err = call(leader, wire.MembershipRequest{Op: wire.CommitMap, Shard: wire.MetaShard(6), Expect: valid.Epoch, Map: broken})
+		require.ErrorContains(t, err, "shard 2 has 0 replicas")
+	}
+	stale := valid.Clone()
+	stale.Epoch = valid.Epoch + 5
+	var committed bool
+	for _, addr := range c.addrs[:3] {
+		rep, err := call(addr, wire.MembershipRequest{Op: wire.CommitMap, Shard: wire.MetaShard(6), Expect: valid.Epoch + 3, Map: stale.Wire()})
+		require.NoError(t, err)
+		if !rep.NotLeader {
+			require.True(t, rep.Stale, "a compare-and-set from the wrong epoch must fail")
+			committed = true
+		}
+	}
+	require.True(t, committed, "no meta replica answered as leader")
+
+	_, err = call(c.addrs[0], wire.MembershipRequest{Op: wire.CloseReplica, Shard: 0})
+	require.ErrorContains(t, err, "still places shard 0 here")
+	followers := 0
+	for _, addr := range c.addrs[:3] {
+		rep, err := call(addr, wire.MembershipRequest{Op: wire.AddLearner, Shard: 0, Addr: "127.0.0.1:1"})
+		require.NoError(t, err)
+		if rep.NotLeader {
+			followers++
+		} else {
+			// The leader took it: undo, so that the check below holds.
+			_, err = call(addr, wire.MembershipRequest{Op: wire.RemoveMember, Shard: 0, Addr: "127.0.0.1:1"})
+			require.NoError(t, err)
+		}
+	}
+	require.Equal(t, 2, followers, "only the leader may change a group")
+
+	for _, addr := range c.addrs[:3] {
+		l, err := admin.Layout(addr, time.Second)
+		require.NoError(t, err)
+		require.Equal(t, valid.Epoch, l.Epoch, "%s changed its map", addr)
+		st, err := c.status(slices.Index(c.addrs, addr))
+		require.NoError(t, err)
+		require.Len(t, st.Shards, 6, "%s lost a replica", addr)
+	}
+	putAll(t, c.client(t), "after", 100, valueOf("b"))
+	checkAll(t, c.client(t), "after", 100, valueOf("b"))
+}
