@@ -56,15 +56,22 @@ func (r *run) whenStep(want string, f func()) {
 	r.onStep.Store(&hook)
 }
 
+// startSpare starts the run's spare server (with -join; not yet a
+// member) and returns its index.
+func (r *run) startSpare() (int, error) {
+	if r.opt.Spares < 1 {
+		return 0, fmt.Errorf("chaos: %s needs a spare server (-spares 1)", r.opt.Scenario)
+	}
+	spare := r.opt.Servers
+	return spare, r.c.Start(spare)
+}
+
 // killedMidMove kills -9 the destination of a move while it catches up
 // (and restarts it), then the source of another, its shard's leader,
 // once the destination votes; it tidies up with a rebalance.
 func killedMidMove(r *run) (func(), error) {
-	if r.opt.Spares < 1 {
-		return nil, fmt.Errorf("chaos: move-killed needs a spare server (-spares 1)")
-	}
-	spare := r.opt.Servers
-	if err := r.c.Start(spare); err != nil {
+	spare, err := r.startSpare()
+	if err != nil {
 		return nil, err
 	}
 	drv := r.driver()
@@ -143,11 +150,8 @@ func (r *run) redirects() uint64 {
 // rebalance adds the spare to the members, rebalances onto it, then
 // removes server 0 and retires it, all under the loads.
 func rebalance(r *run) (func(), error) {
-	if r.opt.Spares < 1 {
-		return nil, fmt.Errorf("chaos: rebalance needs a spare server (-spares 1)")
-	}
-	spare := r.opt.Servers
-	if err := r.c.Start(spare); err != nil {
+	spare, err := r.startSpare()
+	if err != nil {
 		return nil, err
 	}
 	drv := r.driver()

@@ -392,8 +392,8 @@ func random(r *run) (func(), error) {
 	counts := map[string]int{}
 	faults := randomFaults
 	if r.opt.Spares > 0 {
-		spare := r.opt.Servers
-		if err := r.c.Start(spare); err != nil {
+		spare, err := r.startSpare()
+		if err != nil {
 			return nil, err
 		}
 		if err := r.driver().AddMember(r.c.Addrs[spare]); err != nil {

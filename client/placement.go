@@ -1,7 +1,6 @@
 package client
 
 import (
-	"context"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -40,9 +39,9 @@ type placement struct {
 	replicas [][]int
 }
 
-// mapRefresh keeps refreshes of the map to one at a time, and apart.
+// mapRefresh keeps refreshes of the map to one at a time (running), and
+// apart (last, touched only by the one running).
 type mapRefresh struct {
-	mu      sync.Mutex
 	last    time.Time
 	running atomic.Bool // a background refresh is under way
 	grow    sync.Mutex  // serializes adding members
@@ -90,7 +89,7 @@ func (c *Client) refreshInBackground() {
 	go func() {
 		defer c.wg.Done()
 		defer c.refresh.running.Store(false)
-		c.refreshMap(context.Background())
+		c.refreshMap()
 	}()
 }
 
@@ -108,14 +107,12 @@ func (c *Client) Epoch() uint64 {
 // joined get connections, and shards whose believed leader is no longer
 // a replica start again from their preferred replica. It runs in the
 // background (refreshInBackground), one at a time.
-func (c *Client) refreshMap(ctx context.Context) {
-	before := c.Epoch()
-	c.refresh.mu.Lock()
-	defer c.refresh.mu.Unlock()
-	if c.Epoch() != before || time.Since(c.refresh.last) < refreshEvery {
-		return // another caller just refreshed
+func (c *Client) refreshMap() {
+	if time.Since(c.refresh.last) < refreshEvery {
+		return // one just ran
 	}
 	defer func() { c.refresh.last = time.Now() }()
+	before := c.Epoch()
 	addrs := c.members.Load().addrs
 	maps := make([]wire.Layout, len(addrs))
 	var wg sync.WaitGroup
@@ -139,7 +136,7 @@ func (c *Client) refreshMap(ctx context.Context) {
 			best = m
 		}
 	}
-	if best == nil || ctx.Err() != nil {
+	if best == nil {
 		return
 	}
 	c.adoptMap(best)

@@ -61,7 +61,8 @@ func (b *localBackend) shards(bool) []wire.ShardStatus { return nil }
 func (b *localBackend) close() error { return nil }
 
 // newBackend picks the backend cfg asks for, and the layout that
-// KVService.Layout answers with.
+// KVService.Layout answers with (none for a replicated server, which
+// answers its current shard map).
 func newBackend(cfg *Config, stats *Stats, apply *applier) (backend, wire.Layout, error) {
 	layout := wire.Layout{Servers: cfg.Peers, VirtualNodes: cfg.VirtualNodes}
 	switch {
@@ -74,7 +75,7 @@ func newBackend(cfg *Config, stats *Stats, apply *applier) (backend, wire.Layout
 		}
 		fwd, err := client.New(client.Config{Servers: cfg.Peers, VirtualNodes: cfg.VirtualNodes, TLS: peerTLS(cfg)})
 		if err != nil {
-			return nil, layout, fmt.Errorf("kvs: forwarding client: %w", err)
+			return nil, wire.Layout{}, fmt.Errorf("kvs: forwarding client: %w", err)
 		}
 		return &ringBackend{store: cfg.Store, apply: apply, stats: stats, ring: r,
 			self: slices.Index(cfg.Peers, cfg.Self), fwd: fwd}, layout, nil
@@ -105,7 +106,6 @@ func newReplicatedBackend(cfg *Config, apply *applier, stats *Stats) (backend, w
 	if err != nil {
 		return nil, wire.Layout{}, fmt.Errorf("kvs: %w", err)
 	}
-	layout := wire.Layout{Servers: l.Servers(), VirtualNodes: vnodes, Replicas: l.RF(), Shards: l.Shards()}
 	rc := replica.Config{Layout: l, Map: start, VirtualNodes: vnodes, Self: cfg.Self, DataDir: cfg.DataDir, NoSync: cfg.NoSync,
 		Timing: cfg.Raft, SessionTTL: cfg.SessionTTL, NewStore: storeMaker(cfg.Store), Dial: raftDialer(cfg, stats),
 		PeerStatus: admin.Status, LeaseReads: cfg.ReadMode == ReadLease, Logger: cfg.Logger}
@@ -114,13 +114,13 @@ func newReplicatedBackend(cfg *Config, apply *applier, stats *Stats) (backend, w
 	}
 	set, err := replica.Open(rc)
 	if err != nil {
-		return nil, layout, err
+		return nil, wire.Layout{}, err
 	}
 	fwd, err := client.New(client.Config{Servers: servers, VirtualNodes: vnodes,
 		Replicas: l.RF(), Shards: l.Shards(), TLS: peerTLS(cfg)})
 	if err != nil {
 		_ = set.Close()
-		return nil, layout, fmt.Errorf("kvs: forwarding client: %w", err)
+		return nil, wire.Layout{}, fmt.Errorf("kvs: forwarding client: %w", err)
 	}
 	b := &replicatedBackend{set: set, apply: apply, stats: stats, fwd: fwd, log: cfg.Logger, stop: make(chan struct{})}
 	b.wg.Add(1)
@@ -128,7 +128,9 @@ func newReplicatedBackend(cfg *Config, apply *applier, stats *Stats) (backend, w
 		defer b.wg.Done()
 		b.followMap(admin, b.stop)
 	}()
-	return b, layout, nil
+	// KVService.Layout answers a replicated server's current map
+	// (Service.currentLayout), not a layout fixed at start.
+	return b, wire.Layout{}, nil
 }
 
 // joinTimeout bounds asking a member for the map when joining.

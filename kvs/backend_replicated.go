@@ -50,8 +50,8 @@ func (b *replicatedBackend) batch(args *wire.BatchArgs, reply *wire.BatchReply, 
 			// Not here under this server's map: the sender's map is
 			// stale (or this one is), a redirect like Redis's MOVED.
 			fill(reply.Results, wire.StatusMoved)
-			if reps := b.set.Map().Replicas(sh); len(reps) > 0 {
-				reply.Leader = reps[0]
+			if m := b.set.Map(); sh < m.Shards {
+				reply.Leader = m.Placement[sh][0]
 			}
 		}
 	}

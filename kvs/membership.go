@@ -37,7 +37,7 @@ func (b *replicatedBackend) membership(req *wire.MembershipRequest, reply *wire.
 	case wire.OpenReplica:
 		err = set.OpenReplica(req.Shard, req.Peers)
 	case wire.AddLearner, wire.Promote, wire.TransferLeader, wire.RemoveMember:
-		g := b.anyGroup(req.Shard)
+		g := set.GroupOf(req.Shard)
 		if g == nil {
 			return fmt.Errorf("kvs: no replica of shard %d here", req.Shard)
 		}
@@ -85,7 +85,7 @@ func (b *replicatedBackend) membership(req *wire.MembershipRequest, reply *wire.
 	case errors.Is(err, replica.ErrEpoch):
 		reply.Stale, err = true, nil
 	}
-	if g := b.anyGroup(req.Shard); g != nil {
+	if g := set.GroupOf(req.Shard); g != nil {
 		reply.Members = g.Members()
 		st := g.Status(false)
 		reply.Applied, reply.Commit, reply.Leader, reply.State = st.Applied, st.Commit, st.Leader, st.State
@@ -94,15 +94,6 @@ func (b *replicatedBackend) membership(req *wire.MembershipRequest, reply *wire.
 		reply.Map = set.Map().Wire()
 	}
 	return err
-}
-
-// anyGroup returns this server's replica of shard sh or, for the meta
-// shard number, of the meta group.
-func (b *replicatedBackend) anyGroup(sh int) *replica.Group {
-	if sh == b.set.Map().Shards {
-		return b.set.Meta()
-	}
-	return b.set.Group(sh)
 }
 
 // mapPollEvery is how often a replicated server asks one of the meta

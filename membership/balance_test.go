@@ -97,8 +97,8 @@ func TestDrain(t *testing.T) {
 		}
 		require.Less(t, i, 100)
 		require.NotEqual(t, gone, to)
-		require.NotContains(t, placementOf(m, sh), to)
-		m = setPlacement(m, sh, replace(placementOf(m, sh), gone, to))
+		require.NotContains(t, m.Replicas(sh), to)
+		m = m.WithReplicas(sh, replace(m.Replicas(sh), gone, to))
 	}
 	require.Empty(t, m.Hosted(gone))
 	require.NotContains(t, m.Meta, gone)

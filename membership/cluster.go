@@ -234,10 +234,10 @@ func (c *Cluster) commitPlacement(sh int, reps []string) (*shard.Map, error) {
 		if cur, err = c.Map(); err != nil {
 			return nil, err
 		}
-		if slices.Equal(placementOf(cur, sh), reps) {
+		if slices.Equal(cur.Replicas(sh), reps) {
 			return cur, nil // an earlier attempt committed after all
 		}
-		next := setPlacement(cur, sh, reps)
+		next := cur.WithReplicas(sh, reps)
 		if err = c.commit(cur, next); !errors.Is(err, ErrStale) {
 			return next, err
 		}
@@ -314,26 +314,7 @@ const publishWait = 2 * time.Second
 
 // members returns shard sh's Raft configuration as its leader has it.
 func (c *Cluster) members(m *shard.Map, sh int) (leader string, rep wire.MembershipReply, err error) {
-	return c.atLeader(placementOf(m, sh), wire.MembershipRequest{Op: wire.Members, Shard: sh})
-}
-
-// placementOf returns the replicas of shard sh, or of the meta group.
-func placementOf(m *shard.Map, sh int) []string {
-	if sh == wire.MetaShard(m.Shards) {
-		return m.Meta
-	}
-	return m.Placement[sh]
-}
-
-// setPlacement returns a copy of m with sh's replicas set to reps.
-func setPlacement(m *shard.Map, sh int, reps []string) *shard.Map {
-	next := m.Clone()
-	if sh == wire.MetaShard(m.Shards) {
-		next.Meta = slices.Clone(reps)
-	} else {
-		next.Placement[sh] = slices.Clone(reps)
-	}
-	return next
+	return c.atLeader(m.Replicas(sh), wire.MembershipRequest{Op: wire.Members, Shard: sh})
 }
 
 // shardName names sh for progress lines.

@@ -36,7 +36,7 @@ func (c *Cluster) Move(sh int, from, to string) (*shard.Map, Moved, error) {
 		return m, mv, fmt.Errorf("membership: no shard %d (shards 0 to %d, meta %d)", sh, m.Shards-1, m.Shards)
 	}
 	name := shardName(m, sh)
-	reps := placementOf(m, sh)
+	reps := m.Replicas(sh)
 	switch {
 	case !slices.Contains(reps, from):
 		return m, mv, fmt.Errorf("membership: %s has no replica on %s (replicas %v)", name, from, reps)
@@ -60,7 +60,7 @@ func (c *Cluster) Move(sh int, from, to string) (*shard.Map, Moved, error) {
 	c.say("%s: %s added as a learner (leader commit %d)", name, to, added.Commit)
 	var early *shard.Map
 	if c.PlantEarlySwitch {
-		early = setPlacement(m, sh, append([]string{to}, slices.DeleteFunc(slices.Clone(reps), func(r string) bool { return r == from })...))
+		early = m.WithReplicas(sh, append([]string{to}, slices.DeleteFunc(slices.Clone(reps), func(r string) bool { return r == from })...))
 		if err := c.commit(m, early); err != nil {
 			return m, mv, err
 		}
@@ -158,7 +158,7 @@ func (c *Cluster) awaitCatchUp(sh int, addr string, target uint64) (int, error) 
 // member's log away.
 func (c *Cluster) rollBack(m *shard.Map, sh int, to string) {
 	name := shardName(m, sh)
-	reps := placementOf(m, sh)
+	reps := m.Replicas(sh)
 	if _, _, err := c.atLeader(reps, wire.MembershipRequest{Op: wire.RemoveMember, Shard: sh, Addr: to}); err != nil {
 		c.say("%s: rolling back %s: its removal failed (%v); the next reconcile retries", name, to, err)
 		return

@@ -86,7 +86,7 @@ func (c *Cluster) RemoveServer(addr string) (Summary, error) {
 		if !ok {
 			break
 		}
-		plan = setPlacement(plan, sh, replace(placementOf(plan, sh), addr, to))
+		plan = plan.WithReplicas(sh, replace(plan.Replicas(sh), addr, to))
 		moves = append(moves, planned{sh, addr, to})
 	}
 	// The meta group's move last, alone: every other move commits the
@@ -149,7 +149,7 @@ func (c *Cluster) rebalance() (Summary, error) {
 		if !ok {
 			break
 		}
-		plan = setPlacement(plan, sh, replace(plan.Placement[sh], from, to))
+		plan = plan.WithReplicas(sh, replace(plan.Placement[sh], from, to))
 		moves = append(moves, planned{sh, from, to})
 	}
 	if len(moves) > 0 {
@@ -305,7 +305,7 @@ func (c *Cluster) Reconcile() error {
 	}
 	wg.Wait()
 	for sh := 0; sh <= m.Shards; sh++ {
-		placed, rep, err := placementOf(m, sh), reps[sh], errs[sh]
+		placed, rep, err := m.Replicas(sh), reps[sh], errs[sh]
 		if err != nil {
 			c.say("%s: no leader to reconcile with (%v)", shardName(m, sh), err)
 			continue
@@ -346,7 +346,7 @@ func (c *Cluster) Reconcile() error {
 			}
 		}
 		c.say("%s: the map said %v, the group has %v: the map follows the group", shardName(m, sh), placed, follow)
-		next = setPlacement(next, sh, follow)
+		next = next.WithReplicas(sh, follow)
 	}
 	if err := next.Validate(); err == nil && !mapsEqual(m, next) {
 		if err := c.commit(m, next); err != nil {

@@ -102,13 +102,29 @@ func (m *Map) Hosted(addr string) []int {
 	return out
 }
 
-// Replicas returns shard s's replicas, or nil for no such shard; the
-// caller must not modify them.
+// Replicas returns shard s's replicas, or for s == Shards (the meta
+// group's number in membership requests) the meta group's, or nil for no
+// such group; the caller must not modify them.
 func (m *Map) Replicas(s int) []string {
-	if s < 0 || s >= len(m.Placement) {
+	switch {
+	case s == m.Shards:
+		return m.Meta
+	case s < 0 || s > m.Shards:
 		return nil
 	}
 	return m.Placement[s]
+}
+
+// WithReplicas returns a copy of m with group s's replicas (a shard's, or
+// for s == Shards the meta group's) set to reps.
+func (m *Map) WithReplicas(s int, reps []string) *Map {
+	next := m.Clone()
+	if s == m.Shards {
+		next.Meta = slices.Clone(reps)
+	} else {
+		next.Placement[s] = slices.Clone(reps)
+	}
+	return next
 }
 
 // Wire returns m as the admin RPCs carry it.

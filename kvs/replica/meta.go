@@ -109,7 +109,7 @@ func (s *Set) Adopt(m *shard.Map) error {
 	s.m.Store(m)
 	var errs []error
 	place := func(sh int, reps []string) {
-		g := s.group(sh)
+		g := s.GroupOf(sh)
 		switch {
 		case g != nil:
 			g.SetPlacement(reps)
@@ -117,10 +117,9 @@ func (s *Set) Adopt(m *shard.Map) error {
 			errs = append(errs, s.openLocked(sh, reps, true))
 		}
 	}
-	for sh, reps := range m.Placement {
-		place(sh, reps)
+	for sh := 0; sh <= m.Shards; sh++ {
+		place(sh, m.Replicas(sh))
 	}
-	place(m.Shards, m.Meta)
 	return errors.Join(errs...)
 }
 
@@ -136,7 +135,7 @@ func (s *Set) OpenReplica(sh int, peers []string) error {
 	if sh < 0 || sh > s.layout.Shards() {
 		return fmt.Errorf("%w: shard %d", ErrNoSuchShard, sh)
 	}
-	if s.group(sh) != nil {
+	if s.GroupOf(sh) != nil {
 		return nil
 	}
 	if !slices.Contains(peers, s.cfg.Self) {
@@ -155,14 +154,10 @@ func (s *Set) CloseReplica(sh int) error {
 		return errors.New("replica: closed")
 	}
 	m := s.Map()
-	reps := m.Replicas(sh)
-	if sh == m.Shards {
-		reps = m.Meta
-	}
-	if slices.Contains(reps, s.cfg.Self) {
+	if slices.Contains(m.Replicas(sh), s.cfg.Self) {
 		return fmt.Errorf("replica: the map (epoch %d) still places shard %d here", m.Epoch, sh)
 	}
-	g := s.group(sh)
+	g := s.GroupOf(sh)
 	if g == nil {
 		return nil
 	}

@@ -162,7 +162,7 @@ func Open(cfg Config) (*Set, error) {
 	// map yet: its data is reopened, so that the move can finish (a move
 	// that gave up closes it, and so does the next Reconcile).
 	for _, sh := range s.onDisk() {
-		if s.group(sh) == nil {
+		if s.GroupOf(sh) == nil {
 			if err := s.openLocked(sh, m.Replicas(sh), true); err != nil {
 				s.closeLocked()
 				return nil, err
@@ -249,8 +249,10 @@ func (s *Set) Meta() *Group {
 	return groups[len(groups)-1]
 }
 
-// group returns the replica of sh, the meta group included, or nil.
-func (s *Set) group(sh int) *Group {
+// GroupOf returns this server's replica of data shard sh or, for sh ==
+// Shards (the meta group's number in membership requests), of the meta
+// group; nil if it hosts none.
+func (s *Set) GroupOf(sh int) *Group {
 	groups := *s.groups.Load()
 	if sh < 0 || sh >= len(groups) {
 		return nil
@@ -263,17 +265,12 @@ func (s *Set) group(sh int) *Group {
 // was opened or last updated with, and in that replica's Raft
 // configuration. Nil for no such shard.
 func (s *Set) Replicas(sh int) []string {
-	m := s.Map()
-	var out []string
-	switch {
-	case sh >= 0 && sh < m.Shards:
-		out = slices.Clone(m.Placement[sh])
-	case sh == m.Shards:
-		out = slices.Clone(m.Meta)
-	default:
+	reps := s.Map().Replicas(sh)
+	if reps == nil {
 		return nil
 	}
-	if g := s.group(sh); g != nil {
+	out := slices.Clone(reps)
+	if g := s.GroupOf(sh); g != nil {
 		out = append(out, g.Placement()...)
 		for _, mb := range g.Members() {
 			out = append(out, mb.Addr)
@@ -287,7 +284,7 @@ func (s *Set) Replicas(sh int) []string {
 // and shard number have been read, to that shard's transport. On error
 // the caller still owns c.
 func (s *Set) Accept(c net.Conn, sh int) error {
-	g := s.group(sh)
+	g := s.GroupOf(sh)
 	if g == nil {
 		return fmt.Errorf("%w: shard %d", ErrNoSuchShard, sh)
 	}
