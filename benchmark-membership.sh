@@ -4,7 +4,8 @@
 #        how long the add takes, the clients' lowest second while it runs
 #        against their median before, and the ops they had to resend
 #        (run-cluster.sh --spares 1 --grow-at, then kvsplot grow).
-#   rf1: the same at RF=1 (one-replica Raft groups, -data-dir) under a
+#   rf1: the same at RF=1, memory only (run-cluster.sh gives the servers
+#        -in-memory: one-replica Raft groups kept in memory), under a
 #        light load, with a probe writing to every shard every 2 ms: the
 #        longest gap between two acknowledged writes of each shard that
 #        moved, and of those that did not.

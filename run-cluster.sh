@@ -51,11 +51,11 @@ Options:
   --keep-data        keep the replicated servers' data dirs under the log
                      directory after the run (by default they are removed:
                      hundreds of MB a run); only for dirs this script chose
-  --spares N         with -rf in server_args: also start N spare servers with
-                     -join (at RF=1 too, every server then keeps its shards
-                     in one-replica Raft groups under the run's directory)
-                     (local: the next addresses; SSH: the nodes after the
-                     clients'); they hold nothing until added
+  --spares N         also start N spare servers with -join (local: the next
+                     addresses; SSH: the nodes after the clients'); they
+                     hold nothing until added. At RF=1 without -data-dir
+                     every server then gets -in-memory: its shards are
+                     one-replica Raft groups kept in memory, which can move
   --grow-at S        S seconds into the load, add the spares one by one
                      ('kvsctl add-server': each takes its share of replicas
                      and leaders while the load runs); the steps go to
@@ -255,17 +255,22 @@ else
 fi
 # A replicated server (-rf above 1) is always durable: unless server_args
 # name a -data-dir, each keeps its Raft logs under this run's directory.
-# So does every server of a run with spares, RF=1 included: a cluster
-# whose members change keeps its shards in Raft groups (of one replica at
-# RF=1); the memory-only ring cluster has a fixed membership.
+# A run with spares at RF=1 and no -data-dir is memory-only with
+# -in-memory: each shard is a one-replica Raft group kept in memory, so
+# that it can move (the memory-only ring has a fixed membership).
+RF=1
+if [[ " $SERVER_ARGS " =~ [[:space:]]--?rf[=[:space:]]+([0-9]+) ]]; then RF=${BASH_REMATCH[1]}; fi
+HAS_DATA_DIR=0
+if [[ " $SERVER_ARGS " == *" -data-dir"* || " $SERVER_ARGS " == *" --data-dir"* ]]; then HAS_DATA_DIR=1; fi
 DURABLE=0
-if [[ " $SERVER_ARGS " =~ [[:space:]]--?rf[=[:space:]]+([0-9]+) ]] && (( BASH_REMATCH[1] > 1 || SPARES > 0 )) &&
-    [[ " $SERVER_ARGS " != *" -data-dir"* && " $SERVER_ARGS " != *" --data-dir"* ]]; then
+if (( RF > 1 && ! HAS_DATA_DIR )); then
     DURABLE=1
     echo "data:         $LOG_DIR/data/<server> (removed after the run unless --keep-data)"
 fi
-if (( SPARES > 0 )) && ! (( DURABLE )); then
-    echo "--spares needs -rf in server_args (1 or more), and no -data-dir" >&2; exit 2
+MEMORY_ARGS=()
+if (( SPARES > 0 && RF == 1 && ! HAS_DATA_DIR )) && [[ " $SERVER_ARGS " != *" -in-memory"* && " $SERVER_ARGS " != *" --in-memory"* ]]; then
+    MEMORY_ARGS=(-in-memory)
+    echo "memory only:  -in-memory (shards are one-replica Raft groups kept in memory)"
 fi
 # wait_port ADDR PID NAME: wait until the server at ADDR accepts
 # connections; exit with its log if its process PID ends first.
@@ -295,7 +300,7 @@ for ((i = 0; i < SERVER_COUNT + SPARES; i++)); do
     fi
     # shellcheck disable=SC2086 # server_args and the TLS flags are lists of flags
     start "${SERVER_NAMES[$i]}" "${addr%:*}" kvsserver -host "${addr%:*}" -port "${addr##*:}" "${member_args[@]}" -self "$addr" \
-        "${data_args[@]+"${data_args[@]}"}" ${SERVER_TLS[$i]} $SERVER_ARGS
+        "${data_args[@]+"${data_args[@]}"}" "${MEMORY_ARGS[@]+"${MEMORY_ARGS[@]}"}" ${SERVER_TLS[$i]} $SERVER_ARGS
     SERVER_PIDS+=("$STARTED_PID")
     if [[ $MODE == ssh ]]; then SERVER_PIDFILES+=("$STARTED_PIDFILE"); fi
 done

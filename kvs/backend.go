@@ -99,6 +99,11 @@ func newReplicatedBackend(cfg *Config, apply *applier, stats *Stats) (backend, w
 	if err != nil {
 		return nil, wire.Layout{}, err
 	}
+	reborn := rebornMap(cfg, admin)
+	if reborn != nil {
+		cfg.Logger.Warn("this memory-only server restarted into a cluster that has moved on: it serves the shards the map places here again, empty", "epoch", reborn.Epoch)
+		start = reborn
+	}
 	if start != nil {
 		servers, shards, rf, vnodes = start.Servers, start.Shards, start.RF, start.VirtualNodes
 	}
@@ -106,7 +111,7 @@ func newReplicatedBackend(cfg *Config, apply *applier, stats *Stats) (backend, w
 	if err != nil {
 		return nil, wire.Layout{}, fmt.Errorf("kvs: %w", err)
 	}
-	rc := replica.Config{Layout: l, Map: start, VirtualNodes: vnodes, Self: cfg.Self, DataDir: cfg.DataDir, NoSync: cfg.NoSync,
+	rc := replica.Config{Layout: l, Map: start, Reborn: reborn != nil, VirtualNodes: vnodes, Self: cfg.Self, DataDir: cfg.DataDir, NoSync: cfg.NoSync,
 		Timing: cfg.Raft, SessionTTL: cfg.SessionTTL, NewStore: storeMaker(cfg.Store), Dial: raftDialer(cfg, stats),
 		PeerStatus: admin.Status, LeaseReads: cfg.ReadMode == ReadLease, Logger: cfg.Logger}
 	if cfg.plantLease > 0 {
@@ -158,6 +163,41 @@ func joinMap(cfg *Config, admin client.Admin) (*shard.Map, error) {
 		return nil, fmt.Errorf("kvs: joining through %s: %w", cfg.Join, err)
 	}
 	return m, nil
+}
+
+// rebornTimeout bounds asking each peer for its map at the start of a
+// memory-only server.
+const rebornTimeout = time.Second
+
+// rebornMap returns the map a memory-only server (InMemory) that
+// restarted among Peers starts from: the newest any peer answers, if the
+// cluster has changed its map since it started (epoch above 1). Nil when
+// no peer has, or answers (a cluster that is starting). The server kept
+// nothing when it stopped, so it cannot start from the initial map: that
+// would bootstrap groups beside the ones the cluster moved on with.
+func rebornMap(cfg *Config, admin client.Admin) *shard.Map {
+	if !cfg.InMemory || cfg.Join != "" {
+		return nil
+	}
+	maps := make(chan *shard.Map, len(cfg.Peers))
+	for _, p := range cfg.Peers {
+		go func() {
+			var m *shard.Map
+			if p != cfg.Self {
+				if l, err := admin.Layout(p, rebornTimeout); err == nil && l.Epoch > 1 {
+					m, _ = shard.FromWire(l) // a map that does not validate is no map
+				}
+			}
+			maps <- m
+		}()
+	}
+	var newest *shard.Map
+	for range cfg.Peers {
+		if m := <-maps; m != nil && (newest == nil || m.Epoch > newest.Epoch) {
+			newest = m
+		}
+	}
+	return newest
 }
 
 // storeMaker returns a constructor of empty stores of proto's kind, for

@@ -20,7 +20,7 @@ func (s *Service) Membership(req *wire.MembershipRequest, reply *wire.Membership
 	s.callOf(req)
 	rb, ok := s.backend.(*replicatedBackend)
 	if !ok {
-		return errors.New("kvs: membership changes need a replicated server (-rf above 1, or a data dir)")
+		return errors.New("kvs: membership changes need servers started with -rf above 1, a data dir or -in-memory; this one serves a fixed ring")
 	}
 	return rb.membership(req, reply)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/batchkv/batchkv/client"
 	"github.com/batchkv/batchkv/internal/linz"
+	"github.com/batchkv/batchkv/kvs"
 	"github.com/batchkv/batchkv/membership"
 	"github.com/batchkv/batchkv/shard"
 	"github.com/batchkv/batchkv/wire"
@@ -113,18 +114,23 @@ func requireConverged(t *testing.T, c *replCluster, m *shard.Map) {
 // TestMembershipLinearizable: under a checked load and with 3,000 keys
 // written before, a 4th server joins and is added (it takes its share of
 // replicas and leaders), then one of the original servers is removed and
-// stopped, at RF=3 and at RF=1 (one-replica groups, whose only replica
-// moves; server 0 also holds the meta group's only replica). The history
-// must be linearizable, every key must read back, the map must place
-// every shard on RF members, and the replicas of each shard must hold
-// the same pairs.
+// stopped, at RF=3 (on disk) and at RF=1 in memory (one-replica groups
+// whose logs are in memory, and whose only replica moves; server 0 also
+// holds the meta group's only replica). The history must be
+// linearizable, every key must read back, the map must place every shard
+// on RF members, and the replicas of each shard must hold the same pairs.
 func TestMembershipLinearizable(t *testing.T) {
 	if testing.Short() {
 		t.Skip("moves shards under load for about 15s")
 	}
-	for _, rf := range []int{3, 1} {
-		t.Run(fmt.Sprintf("RF=%d", rf), func(t *testing.T) {
-			c := membershipClusterRF(t, rf)
+	for _, tc := range []struct {
+		name     string
+		rf       int
+		inMemory bool
+	}{{"RF=3", 3, false}, {"RF=1 in memory", 1, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			rf := tc.rf
+			c := membershipClusterRF(t, rf, func(c *replCluster) { c.inMemory = tc.inMemory })
 			bulk := c.client(t)
 			putAll(t, bulk, "bulk", 3000, valueOf("m"))
 			stop, answered := checkedLoad(t, c)
@@ -406,4 +412,82 @@ func TestMembershipBadInput(t *testing.T) {
 	}
 	putAll(t, c.client(t), "after", 100, valueOf("b"))
 	checkAll(t, c.client(t), "after", 100, valueOf("b"))
+
+	// Replicas in memory only at RF=1: a restarted voter that forgot its
+	// log and vote could help elect two leaders in one term.
+	for _, cfg := range []kvs.Config{
+		{Self: "127.0.0.1:1", Join: c.addrs[0], InMemory: true},
+		{Self: "127.0.0.1:1", Peers: []string{"127.0.0.1:1"}, Replicas: 3, InMemory: true},
+		{Self: "127.0.0.1:1", Peers: []string{"127.0.0.1:1"}, InMemory: true, DataDir: t.TempDir()},
+	} {
+		srv, err := kvs.New(cfg)
+		if err == nil {
+			_ = srv.Close()
+		}
+		require.Error(t, err, "%+v", cfg)
+		t.Log(err)
+	}
+}
+
+// TestInMemoryServerRestartsEmpty: in a memory-only cluster (one-replica
+// groups kept in memory) whose map has changed since it started, server
+// 0, which holds the meta group's only replica, is stopped and started
+// again with the same flags. It keeps nothing, so it comes back from the
+// cluster's current map: the shards that map places on it serve again,
+// empty, and so does the meta group, holding that map. The keys of the
+// other servers' shards read back, every key can be written, and a
+// further membership change (removing server 0, whose meta replica moves
+// last) works.
+func TestInMemoryServerRestartsEmpty(t *testing.T) {
+	if testing.Short() {
+		t.Skip("restarts a server of a changed cluster")
+	}
+	c := membershipClusterRF(t, 1, func(c *replCluster) { c.inMemory = true })
+	drv := c.driver(t, nil)
+	c.start(3)
+	_, err := drv.AddServer(c.addrs[3])
+	require.NoError(t, err)
+	before, err := drv.Map()
+	require.NoError(t, err)
+	require.Greater(t, before.Epoch, uint64(1))
+	require.Equal(t, []string{c.addrs[0]}, before.Meta)
+	lost := before.Hosted(c.addrs[0])
+	require.NotEmpty(t, lost, "server 0 kept no shard")
+	cl := c.client(t)
+	putAll(t, cl, "old", 600, valueOf("o"))
+
+	c.stop(0)
+	c.start(0)
+	require.NoError(t, drv.Close())
+	drv = c.driver(t, nil)
+	after, err := drv.Map()
+	require.NoError(t, err)
+	require.Equal(t, before.Epoch, after.Epoch, "the reborn meta group holds another map")
+	require.Equal(t, before.Placement, after.Placement)
+
+	layout, err := shard.New(before.Servers, before.Shards, 1, before.VirtualNodes)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	gone := 0
+	inBatches("old", 600, func(key string, _ int) wire.Op { return wire.Op{Code: wire.OpGet, Key: key} },
+		func(start int, ops []wire.Op) {
+			res, err := cl.Do(ctx, ops)
+			require.NoError(t, err)
+			for j, r := range res {
+				if slices.Contains(lost, layout.Shard(ops[j].Key)) {
+					require.Equal(t, wire.StatusNotFound, r.Status, "key %s of a shard on the restarted server", ops[j].Key)
+					gone++
+					continue
+				}
+				require.Equal(t, wire.StatusOK, r.Status, "key %s", ops[j].Key)
+				require.Equal(t, valueOf("o")(start+j), r.Value, "key %s", ops[j].Key)
+			}
+		})
+	require.Positive(t, gone)
+	putAll(t, cl, "new", 600, valueOf("n"))
+	_, err = drv.RemoveServer(c.addrs[0])
+	require.NoError(t, err)
+	c.stop(0)
+	checkAll(t, c.client(t, func(cfg *client.Config) { cfg.Servers = c.addrs[1:] }), "new", 600, valueOf("n"))
 }

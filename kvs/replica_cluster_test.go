@@ -35,6 +35,8 @@ type replCluster struct {
 	// initial is how many of addrs start as the cluster's members (0:
 	// all); the others start with Join, as spares to add.
 	initial int
+	// inMemory starts every server with Config.InMemory and no data dir.
+	inMemory bool
 	links   *faultnet.Links
 	mu      sync.Mutex
 	servers []*kvs.Server // nil while stopped
@@ -112,13 +114,16 @@ func newReplCluster(t *testing.T, n, rf, shards int, opts ...func(*replCluster))
 func (c *replCluster) start(i int) {
 	c.t.Helper()
 	cfg := kvs.Config{Self: c.addrs[i], Peers: c.addrs, Replicas: c.rf, Shards: c.shards, DataDir: c.dirs[i],
-		Logger: c.logger.With("server", i), DialRaft: c.links.Dialer(i, c.addrs), Raft: c.timing, Identity: c.nodeID,
+		InMemory: c.inMemory, Logger: c.logger.With("server", i), DialRaft: c.links.Dialer(i, c.addrs), Raft: c.timing, Identity: c.nodeID,
 		ReadMode: c.readMode}
 	if c.initial > 0 {
 		cfg.Peers = c.addrs[:c.initial]
 		if i >= c.initial {
 			cfg.Peers, cfg.Join = nil, c.addrs[0]
 		}
+	}
+	if c.inMemory {
+		cfg.DataDir = ""
 	}
 	if c.plantLease > 0 {
 		kvs.PlantLeaseForTest(&cfg, c.plantLease)

@@ -21,7 +21,8 @@
 //     (Config.Peers) and its own name in it (Config.Self); keys are assigned
 //     by the ring over that list, and a server forwards ops it does not own;
 //   - replicated: shards that are Raft groups (package kvs/replica), with
-//     Replicas > 1 or a DataDir.
+//     Replicas > 1, a DataDir, or InMemory (one-replica groups in memory,
+//     whose shards can move).
 //
 // The data path: client -> ring or shard map -> batcher -> RPC (this port)
 // -> Service -> backend -> store.
@@ -80,7 +81,8 @@ type Config struct {
 	// DataDir, the server is replicated: keys map to Shards shards, each a
 	// Raft group on Replicas servers (package shard places them), and
 	// every write is on a majority's disk before it is acknowledged.
-	// Zero or one without a DataDir is the memory-only server.
+	// Zero or one without a DataDir (or InMemory) is the memory-only
+	// server of the fixed ring.
 	Replicas int
 	// Shards is the number of shards of a replicated cluster; zero means
 	// one per server. Every server and client must use the same.
@@ -92,8 +94,14 @@ type Config struct {
 	// add-server), and restarts from the map it saved in DataDir.
 	Join string
 	// DataDir holds the Raft logs and snapshots, one folder per shard.
-	// Required when replicated.
+	// Required when replicated, unless InMemory.
 	DataDir string
+	// InMemory makes a memory-only server whose shards can move: each
+	// shard is a one-replica Raft group (Replicas must be 1) whose log,
+	// snapshots and map stay in memory, in place of the fixed ring. It
+	// needs no DataDir, and keeps nothing across a restart: a stopped
+	// server has lost its shards, and comes back as a new one (Join).
+	InMemory bool
 	// NoSync skips fsync of the Raft log: an acknowledged write may be lost
 	// if a majority of a shard's machines lose power. For experiments only.
 	NoSync bool
@@ -135,7 +143,9 @@ const (
 )
 
 // Replicated reports whether cfg makes a replicated server.
-func (c *Config) Replicated() bool { return c.Replicas > 1 || c.DataDir != "" || c.Join != "" }
+func (c *Config) Replicated() bool {
+	return c.Replicas > 1 || c.DataDir != "" || c.Join != "" || c.InMemory
+}
 
 func (c *Config) validate() error {
 	if c.HandshakeTimeout == 0 {
@@ -165,7 +175,11 @@ func (c *Config) validate() error {
 	}
 	if c.Replicated() {
 		switch {
-		case c.DataDir == "":
+		case c.InMemory && c.DataDir != "":
+			return errors.New("kvs: InMemory and a DataDir: give one")
+		case c.InMemory && c.Replicas > 1:
+			return fmt.Errorf("kvs: InMemory with %d replicas: replicas that forget their Raft log and vote on restart can lose acknowledged writes; give a DataDir", c.Replicas)
+		case c.DataDir == "" && !c.InMemory:
 			return errors.New("kvs: a replicated server needs a DataDir")
 		case c.Self == "":
 			return errors.New("kvs: a replicated server needs Self, its address as peers and clients reach it")

@@ -4,6 +4,7 @@
 //	kvsserver -port 8080 -peers node0:8080,node1:8080 -self node1:8080
 //	kvsserver -port 8080 -peers n0:8080,n1:8080,n2:8080 -rf 3 -data-dir /var/lib/kvs
 //	kvsserver -host n3 -port 8080 -join n0:8080 -data-dir /var/lib/kvs   (then kvsctl add-server n3:8080)
+//	kvsserver -port 8080 -peers n0:8080,n1:8080 -shards 16 -in-memory    (memory only; shards can move)
 //
 // Every second it prints get/s, put/s and ops/s as the course skeleton's
 // server does, plus its CPU %, resident memory and network rates.
@@ -62,6 +63,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.Int64Var(&lim.ReplyBudget, "reply-budget", 0, "bytes of values in replies not yet written, server-wide (0: 512 MiB)")
 	rf := fs.Int("rf", 1, "replication factor: each shard is a Raft group on this many servers (1: memory-only, unless -data-dir)")
 	shards := fs.Int("shards", 0, "shards of a replicated cluster (0: one per server); clients learn it from the servers")
+	inMemory := fs.Bool("in-memory", false, "at -rf 1, without -data-dir: make each shard a one-replica Raft group kept in memory, in place of the fixed ring, so that shards can move between servers (kvsctl add-server, remove-server, move); a server keeps nothing across a restart, and comes back with -join")
 	dataDir := fs.String("data-dir", "", "directory of the Raft logs and snapshots; makes the server durable (default with -rf > 1: kvsdata/<host_port>)")
 	raftVia := fs.String("raft-via", "", "comma-separated peer=proxy pairs: dial a peer's Raft traffic through proxy host:port instead (fault experiments)")
 	noSync := fs.Bool("unsafe-nosync", false, "do not fsync the Raft log (experiments only: an acknowledged write may be lost on power failure)")
@@ -93,7 +95,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("-store %q: want one of %v", *storeName, store.Kinds)
 	}
 	cfg := kvs.Config{VirtualNodes: *vnodes, FrameTimeout: *frameTimeout, Logger: log, Store: st,
-		Replicas: *rf, Shards: *shards, DataDir: *dataDir, NoSync: *noSync, Raft: timing, ReadMode: *readMode, Identity: id, Limits: lim}
+		Replicas: *rf, Shards: *shards, DataDir: *dataDir, InMemory: *inMemory, NoSync: *noSync, Raft: timing, ReadMode: *readMode, Identity: id, Limits: lim}
 	if *raftVia != "" {
 		via, err := parseVia(*raftVia)
 		if err != nil {
@@ -129,10 +131,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		if cfg.Self == "" {
 			cfg.Self = net.JoinHostPort(defaultHost(*host), strconv.Itoa(*port))
 		}
-		if cfg.DataDir == "" {
+		if cfg.DataDir == "" && !cfg.InMemory {
 			cfg.DataDir = filepath.Join("kvsdata", strings.NewReplacer(":", "_", "/", "_").Replace(cfg.Self))
 		}
-		log.Info("replicated", "rf", cfg.Replicas, "shards", cfg.Shards, "data_dir", cfg.DataDir,
+		log.Info("replicated", "rf", cfg.Replicas, "shards", cfg.Shards, "data_dir", cfg.DataDir, "in_memory", cfg.InMemory,
 			"heartbeat", timing.HeartbeatTimeout, "election", timing.ElectionTimeout, "lease", timing.LeaderLeaseTimeout, "read_mode", *readMode)
 		if cfg.NoSync {
 			log.Warn("WARNING: -unsafe-nosync: the Raft log is not fsynced; acknowledged writes can be lost if a majority of a shard's machines crash")

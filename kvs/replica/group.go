@@ -3,6 +3,7 @@ package replica
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
@@ -97,7 +99,7 @@ const (
 type Group struct {
 	shard int
 	self  string
-	dir   string // the replica's data: Raft log and snapshots
+	dir   string // the replica's data: Raft log and snapshots ("": in memory)
 	// place is the shard's replicas as the map has them, preferred leader
 	// first; a move changes it (SetPlacement).
 	place     atomic.Pointer[[]string]
@@ -110,7 +112,7 @@ type Group struct {
 	timing    failover.Timing
 	peerStat  StatusFunc
 	suspect   chan struct{} // an inbound Raft connection ended
-	logs      *raftboltdb.BoltStore
+	logs      raftStore
 	log       *slog.Logger
 
 	// readyTerm is the term in which this replica, as leader, has applied
@@ -145,10 +147,35 @@ type groupConfig struct {
 	log       *slog.Logger
 }
 
-func openGroup(gc groupConfig) (g *Group, err error) {
-	if err := os.MkdirAll(gc.dir, dataDirMode); err != nil {
-		return nil, fmt.Errorf("replica: shard %d data dir: %w", gc.shard, err)
+// raftStore is where a replica keeps its Raft log and its term and vote:
+// a BoltDB file, or memory for a replica without a data dir.
+type raftStore interface {
+	raft.LogStore
+	raft.StableStore
+}
+
+// openStores returns the replica's log and snapshot stores: files in
+// gc.dir, or memory when gc.dir is empty.
+func openStores(gc groupConfig, hlog hclog.Logger) (raftStore, raft.SnapshotStore, error) {
+	if gc.dir == "" {
+		return raft.NewInmemStore(), raft.NewInmemSnapshotStore(), nil
 	}
+	if err := os.MkdirAll(gc.dir, dataDirMode); err != nil {
+		return nil, nil, fmt.Errorf("replica: shard %d data dir: %w", gc.shard, err)
+	}
+	logs, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(gc.dir, "raft.db"), NoSync: gc.noSync})
+	if err != nil {
+		return nil, nil, fmt.Errorf("replica: shard %d log: %w", gc.shard, err)
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(gc.dir, snapshotsRetained, hlog)
+	if err != nil {
+		_ = logs.Close()
+		return nil, nil, fmt.Errorf("replica: shard %d snapshots: %w", gc.shard, err)
+	}
+	return logs, snaps, nil
+}
+
+func openGroup(gc groupConfig) (g *Group, err error) {
 	g = &Group{shard: gc.shard, self: gc.self, dir: gc.dir,
 		log: gc.log.With("shard", gc.shard), notify: make(chan bool, 16),
 		observed: make(chan raft.Observation, 64), stop: make(chan struct{}), dial: gc.dial,
@@ -157,20 +184,17 @@ func openGroup(gc groupConfig) (g *Group, err error) {
 	g.SetPlacement(gc.replicas)
 	g.lease.on, g.lease.dur, g.lease.base = gc.leases, gc.timing.LeaseRead, time.Now()
 	g.fsm = newShardFSM(gc.newStore, gc.sessionTT)
-	g.logs, err = raftboltdb.New(raftboltdb.Options{Path: filepath.Join(gc.dir, "raft.db"), NoSync: gc.noSync})
+	hlog := newRaftLogger(g.log)
+	logs, snaps, err := openStores(gc, hlog)
 	if err != nil {
-		return nil, fmt.Errorf("replica: shard %d log: %w", gc.shard, err)
+		return nil, err
 	}
+	g.logs = logs
 	defer func() {
 		if err != nil {
-			_ = g.logs.Close()
+			_ = g.closeLogs()
 		}
 	}()
-	hlog := newRaftLogger(g.log)
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(gc.dir, snapshotsRetained, hlog)
-	if err != nil {
-		return nil, fmt.Errorf("replica: shard %d snapshots: %w", gc.shard, err)
-	}
 	cached, err := raft.NewLogCache(logCacheEntries, g.logs)
 	if err != nil {
 		return nil, err
@@ -463,8 +487,16 @@ func (g *Group) close() error {
 	_ = g.stream.Close()
 	_ = g.transport.Close()
 	g.wg.Wait()
-	if cerr := g.logs.Close(); err == nil {
+	if cerr := g.closeLogs(); err == nil {
 		err = cerr
 	}
 	return err
+}
+
+// closeLogs closes the log store if it is a file.
+func (g *Group) closeLogs() error {
+	if c, ok := g.logs.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
 }

@@ -165,12 +165,18 @@ func (s *Set) CloseReplica(sh int) error {
 	groups[sh] = nil
 	s.groups.Store(&groups)
 	err := g.close()
+	if g.dir == "" {
+		return err
+	}
 	return errors.Join(err, os.RemoveAll(g.dir))
 }
 
 // LoadMap reads the map a server saved in its data dir dir, or returns
-// nil if there is none.
+// nil if there is none (or no data dir: dir is empty).
 func LoadMap(dir string) (*shard.Map, error) {
+	if dir == "" {
+		return nil, nil
+	}
 	raw, err := os.ReadFile(filepath.Join(dir, mapFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -186,8 +192,12 @@ func LoadMap(dir string) (*shard.Map, error) {
 }
 
 // saveMap writes m to dir durably: to a temporary file, synced, then
-// renamed over the old one.
+// renamed over the old one. Without a data dir (dir is empty) it keeps
+// nothing.
 func saveMap(dir string, m *shard.Map) error {
+	if dir == "" {
+		return nil
+	}
 	if err := os.MkdirAll(dir, dataDirMode); err != nil {
 		return fmt.Errorf("replica: data dir: %w", err)
 	}

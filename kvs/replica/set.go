@@ -30,13 +30,22 @@ type Config struct {
 	// Map is the placement a joining server starts from (it asked a
 	// member for it); nil on the initial servers.
 	Map *shard.Map
+	// Reborn says this server keeps its replicas in memory (no DataDir),
+	// has restarted with nothing, and Map is the cluster's current map: it
+	// bootstraps new, empty groups for the shards whose only replica Map
+	// places here (and for the meta group, holding Map, if Map names only
+	// this server), so that they serve again, without the data they had.
+	Reborn bool
 	// VirtualNodes is the ring's virtual nodes per shard, recorded in the
 	// map.
 	VirtualNodes int
 	// Self is this server's address, as peers and clients reach it, and
 	// its Raft server ID. It must be a member under the map.
 	Self string
-	// DataDir holds the Raft logs and snapshots, one folder per shard.
+	// DataDir holds the Raft logs and snapshots, one folder per shard,
+	// and the last map. Empty keeps all of them in memory: nothing
+	// survives a restart, so only one-replica groups may (a replica that
+	// forgot its vote could vote twice in a term).
 	DataDir string
 	// NoSync skips fsync of the Raft log: an acknowledged write may be lost
 	// if a majority of a shard's machines lose power. For experiments only.
@@ -76,7 +85,8 @@ type Set struct {
 	cfg    Config
 	layout *shard.Layout
 	// initial is the epoch-1 map from the flags, which the meta group
-	// holds until its first commit; nil on a server that joined later.
+	// holds until its first commit (or a reborn server's map, which the
+	// meta group it bootstraps holds); nil on a server that joined later.
 	initial *shard.Map
 	m       atomic.Pointer[shard.Map]
 	// groups holds this server's replicas by shard, with the meta group
@@ -120,11 +130,17 @@ func Open(cfg Config) (*Set, error) {
 		}
 	}
 	s := &Set{cfg: cfg, layout: cfg.Layout}
+	if cfg.DataDir == "" && cfg.Layout.RF() > 1 {
+		return nil, fmt.Errorf("replica: %d replicas per shard need a data dir: a replica that forgets its log and vote on restart can vote twice in a term", cfg.Layout.RF())
+	}
+	if cfg.Reborn && (cfg.DataDir != "" || cfg.Map == nil) {
+		return nil, errors.New("replica: only a server without a data dir is reborn, and from the cluster's map")
+	}
 	m := cfg.Map
 	if m == nil {
 		m = shard.Initial(cfg.Layout, cfg.VirtualNodes)
 	}
-	if m.Epoch == 1 {
+	if m.Epoch == 1 || cfg.Reborn {
 		s.initial = m
 	}
 	if saved, err := LoadMap(cfg.DataDir); err != nil {
@@ -146,14 +162,19 @@ func Open(cfg Config) (*Set, error) {
 	s.groups.Store(&groups)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Only the initial map's groups bootstrap, and a reborn server's
+	// that have no other replica.
+	join := func(reps []string) bool {
+		return m.Epoch > 1 && !(cfg.Reborn && len(reps) == 1)
+	}
 	for _, sh := range m.Hosted(cfg.Self) {
-		if err := s.openLocked(sh, m.Placement[sh], m.Epoch > 1); err != nil {
+		if err := s.openLocked(sh, m.Placement[sh], join(m.Placement[sh])); err != nil {
 			s.closeLocked()
 			return nil, err
 		}
 	}
 	if slices.Contains(m.Meta, cfg.Self) {
-		if err := s.openLocked(m.Shards, m.Meta, m.Epoch > 1); err != nil {
+		if err := s.openLocked(m.Shards, m.Meta, join(m.Meta)); err != nil {
 			s.closeLocked()
 			return nil, err
 		}
@@ -175,6 +196,9 @@ func Open(cfg Config) (*Set, error) {
 // onDisk returns the data shards whose replica data is in the data dir
 // (the meta group's, in "meta", opens only when the map places it here).
 func (s *Set) onDisk() []int {
+	if s.cfg.DataDir == "" {
+		return nil
+	}
 	entries, err := os.ReadDir(s.cfg.DataDir)
 	if err != nil {
 		return nil
@@ -210,8 +234,13 @@ func (s *Set) openLocked(sh int, replicas []string, join bool) error {
 		dir = "meta"
 	}
 	c := s.cfg
+	if c.DataDir == "" {
+		dir = "" // in memory
+	} else {
+		dir = filepath.Join(c.DataDir, dir)
+	}
 	g, err := openGroup(groupConfig{
-		shard: sh, self: c.Self, replicas: replicas, join: join, dir: filepath.Join(c.DataDir, dir),
+		shard: sh, self: c.Self, replicas: replicas, join: join, dir: dir,
 		noSync: c.NoSync, timing: c.Timing, dial: c.Dial, peerStat: c.PeerStatus,
 		newStore: c.NewStore, sessionTT: c.SessionTTL, leases: c.LeaseReads, log: c.Logger,
 	})
