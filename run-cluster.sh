@@ -235,10 +235,11 @@ for ((i = 0; i < SERVER_COUNT + SPARES; i++)); do
 done
 PEERS=$(IFS=,; echo "${SERVER_ADDRS[*]:0:SERVER_COUNT}")
 
-# Certificates: a CA, a node certificate per server naming its host, and
-# one client certificate.
+# Certificates: a CA, a node certificate per server naming its host, one
+# client certificate, and an admin certificate for membership changes.
 SERVER_TLS=() # per server: its TLS flags, space-separated
 CLIENT_TLS=()
+ADMIN_TLS=()
 if (( TLS )); then
     CERTS="$LOG_DIR/certs"
     "$ROOT/bin/kvsctl" certs init -dir "$CERTS" > /dev/null
@@ -248,6 +249,8 @@ if (( TLS )); then
     done
     "$ROOT/bin/kvsctl" certs issue -dir "$CERTS" -name client -role client > /dev/null
     CLIENT_TLS=(-tls-ca "$CERTS/ca.crt" -tls-cert "$CERTS/client.crt" -tls-key "$CERTS/client.key")
+    "$ROOT/bin/kvsctl" certs issue -dir "$CERTS" -name admin -role admin > /dev/null
+    ADMIN_TLS=(-tls-ca "$CERTS/ca.crt" -tls-cert "$CERTS/admin.crt" -tls-key "$CERTS/admin.key")
 else
     for ((i = 0; i < SERVER_COUNT + SPARES; i++)); do
         if [[ $MODE == ssh ]]; then SERVER_TLS+=("-insecure"); else SERVER_TLS+=(""); fi
@@ -331,7 +334,7 @@ done
 grow() {
     for ((i = SERVER_COUNT; i < SERVER_COUNT + SPARES; i++)); do
         echo "add-server ${SERVER_ADDRS[$i]} at_unix_ms $(date +%s%3N)"
-        "$ROOT/bin/kvsctl" -hosts "$PEERS" "${CLIENT_TLS[@]+"${CLIENT_TLS[@]}"}" add-server "${SERVER_ADDRS[$i]}" || echo "add-server failed"
+        "$ROOT/bin/kvsctl" -hosts "$PEERS" "${ADMIN_TLS[@]+"${ADMIN_TLS[@]}"}" add-server "${SERVER_ADDRS[$i]}" || echo "add-server failed"
     done
     echo "grown at_unix_ms $(date +%s%3N)"
     "$ROOT/bin/kvsctl" -hosts "$PEERS" "${CLIENT_TLS[@]+"${CLIENT_TLS[@]}"}" map || true

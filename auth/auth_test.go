@@ -55,7 +55,8 @@ func TestIssueRejectsBadInput(t *testing.T) {
 	}{
 		{"node without hosts", "n1", auth.RoleNode, nil},
 		{"client with hosts", "c1", auth.RoleClient, []string{"h"}},
-		{"unknown role", "x1", auth.Role("admin"), nil},
+		{"admin with hosts", "a1", auth.RoleAdmin, []string{"h"}},
+		{"unknown role", "x1", auth.Role("root"), nil},
 		{"path in the name", "../evil", auth.RoleClient, nil},
 		{"the CA's own name", "ca", auth.RoleClient, nil},
 	}
@@ -170,11 +171,13 @@ func TestMutualTLS(t *testing.T) {
 
 func TestMakeLocal(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "certs")
-	node, cl, err := auth.MakeLocal(dir, []string{"127.0.0.1"})
+	certs, err := auth.MakeLocal(dir, []string{"127.0.0.1"})
 	require.NoError(t, err)
-	require.Equal(t, auth.RoleNode, node.Role)
-	require.Equal(t, auth.RoleClient, cl.Role)
-	require.NoError(t, auth.CheckRaftPeer(node.Cert.Leaf, []string{"127.0.0.1:8080"}))
-	_, _, err = auth.MakeLocal(dir, []string{"127.0.0.1"})
+	require.Equal(t, auth.RoleNode, certs.Node.Role)
+	require.Equal(t, auth.RoleClient, certs.Client.Role)
+	require.Equal(t, auth.RoleAdmin, certs.Admin.Role)
+	require.NoError(t, auth.CheckRaftPeer(certs.Node.Cert.Leaf, []string{"127.0.0.1:8080"}))
+	require.ErrorIs(t, auth.CheckRaftPeer(certs.Admin.Cert.Leaf, []string{"127.0.0.1:8080"}), auth.ErrNotMember, "an admin may not speak Raft")
+	_, err = auth.MakeLocal(dir, []string{"127.0.0.1"})
 	require.ErrorIs(t, err, auth.ErrExists, "never overwrites")
 }

@@ -28,6 +28,10 @@ const (
 	// RoleClient may do everything a client does (batches, the legacy
 	// Get/Put, layout and status), never Raft.
 	RoleClient Role = "client"
+	// RoleAdmin may do everything a client does, and change the
+	// cluster's membership (kvsctl add-server, remove-server, move,
+	// rebalance); never Raft.
+	RoleAdmin Role = "admin"
 )
 
 // Validity of what InitCA and Issue make.
@@ -81,7 +85,7 @@ func InitCA(dir string) error {
 // Issue makes a certificate for name with role, signed by dir's CA, and
 // writes dir/NAME.crt and dir/NAME.key (mode 0600). A node certificate
 // names the hosts (DNS names or IP addresses) its server is reached at;
-// at least one is required. A client certificate names none.
+// at least one is required. A client or admin certificate names none.
 func Issue(dir, name string, role Role, hosts []string) error {
 	if !validName.MatchString(name) || name == "ca" {
 		return fmt.Errorf("auth: certificate name %q: want letters, digits, '.', '_' or '-', and not \"ca\"", name)
@@ -106,13 +110,13 @@ func Issue(dir, name string, role Role, hosts []string) error {
 				tmpl.DNSNames = append(tmpl.DNSNames, h)
 			}
 		}
-	case RoleClient:
+	case RoleClient, RoleAdmin:
 		if len(hosts) > 0 {
-			return errors.New("auth: a client certificate names no hosts")
+			return fmt.Errorf("auth: a %s certificate names no hosts", role)
 		}
 		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
 	default:
-		return fmt.Errorf("auth: role %q: want %q or %q", role, RoleNode, RoleClient)
+		return fmt.Errorf("auth: role %q: want %q, %q or %q", role, RoleNode, RoleClient, RoleAdmin)
 	}
 	caCert, caKey, err := loadCA(dir)
 	if err != nil {

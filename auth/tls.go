@@ -44,28 +44,45 @@ func Load(caFile, certFile, keyFile string) (*Identity, error) {
 	return &Identity{Cert: cert, CA: pool, Role: RoleOf(leaf)}, nil
 }
 
+// Local is the certificates of a cluster run on one machine, loaded.
+type Local struct {
+	// Node is the certificate every server shares.
+	Node *Identity
+	// Client may do what clients do.
+	Client *Identity
+	// Admin may also change the cluster's membership.
+	Admin *Identity
+}
+
 // MakeLocal makes the certificates of a cluster run on one machine, as
 // the chaos harness and the tests run it: a CA in dir, a node certificate
-// named "node" for hosts that every server shares, and a client
-// certificate named "client". It returns both loaded.
-func MakeLocal(dir string, hosts []string) (node, client *Identity, err error) {
+// named "node" for hosts that every server shares, a client certificate
+// named "client" and an admin certificate named "admin".
+func MakeLocal(dir string, hosts []string) (*Local, error) {
 	if err := InitCA(dir); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := Issue(dir, "node", RoleNode, hosts); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	if err := Issue(dir, "client", RoleClient, nil); err != nil {
-		return nil, nil, err
+	var l Local
+	for _, c := range []struct {
+		name string
+		role Role
+		id   **Identity
+	}{{"node", RoleNode, &l.Node}, {"client", RoleClient, &l.Client}, {"admin", RoleAdmin, &l.Admin}} {
+		if c.role != RoleNode {
+			if err := Issue(dir, c.name, c.role, nil); err != nil {
+				return nil, err
+			}
+		}
+		id, err := Load(filepath.Join(dir, CACertFile), filepath.Join(dir, c.name+".crt"), filepath.Join(dir, c.name+".key"))
+		if err != nil {
+			return nil, err
+		}
+		*c.id = id
 	}
-	ca := filepath.Join(dir, CACertFile)
-	if node, err = Load(ca, filepath.Join(dir, "node.crt"), filepath.Join(dir, "node.key")); err != nil {
-		return nil, nil, err
-	}
-	if client, err = Load(ca, filepath.Join(dir, "client.crt"), filepath.Join(dir, "client.key")); err != nil {
-		return nil, nil, err
-	}
-	return node, client, nil
+	return &l, nil
 }
 
 // ServerConfig returns the tls.Config of a listener: TLS 1.3, this
@@ -105,7 +122,7 @@ func RoleOf(cert *x509.Certificate) Role {
 		return ""
 	}
 	switch r := Role(cert.Subject.OrganizationalUnit[0]); r {
-	case RoleNode, RoleClient:
+	case RoleNode, RoleClient, RoleAdmin:
 		return r
 	}
 	return ""

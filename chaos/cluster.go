@@ -125,12 +125,14 @@ func (c *Cluster) args(i int) []string {
 // server shares, and a client certificate for the loads, under Dir/certs.
 func (c *Cluster) makeCerts() error {
 	dir := filepath.Join(c.cfg.Dir, "certs")
-	node, cl, err := auth.MakeLocal(dir, []string{"127.0.0.1"})
+	certs, err := auth.MakeLocal(dir, []string{"127.0.0.1"})
 	if err != nil {
 		return err
 	}
-	c.Admin = client.Admin{TLS: node.ClientConfig()}
-	c.ClientTLS = cl.ClientConfig()
+	// The harness's admin calls ask for content digests, which only node
+	// certificates get; a node certificate may change membership too.
+	c.Admin = client.Admin{TLS: certs.Node.ClientConfig()}
+	c.ClientTLS = certs.Client.ClientConfig()
 	c.tlsArgs = []string{"-tls-ca", filepath.Join(dir, auth.CACertFile),
 		"-tls-cert", filepath.Join(dir, "node.crt"), "-tls-key", filepath.Join(dir, "node.key")}
 	return nil

@@ -86,6 +86,11 @@ func (c *serverCodec) ReadRequestBody(x any) error {
 			return err
 		}
 	}
+	if mr, ok := x.(*wire.MembershipRequest); ok && mr.Op.Changes() {
+		if err := c.s.mayChangeMembership(c.st); err != nil {
+			return err
+		}
+	}
 	c.s.calls.Store(x, c.cur)
 	return nil
 }
@@ -147,6 +152,21 @@ func (s *Server) releaseCall(cl *call) {
 	cl.conn.replies.release(cl.charged)
 	s.replies.release(cl.charged)
 	cl.charged = 0
+}
+
+// errMembershipRefused says a caller may not change the cluster's
+// membership.
+var errMembershipRefused = errors.New("kvs: " + wire.MembershipRefused)
+
+// mayChangeMembership says whether the caller on st may send membership
+// ops that change replicas, groups or the map: with TLS, an admin or a
+// node certificate; without TLS, anyone who reaches the port (as for
+// every other RPC).
+func (s *Server) mayChangeMembership(st *connState) error {
+	if s.serverTLS != nil && st.role != auth.RoleAdmin && st.role != auth.RoleNode {
+		return fmt.Errorf("%w (certificate role %q)", errMembershipRefused, st.role)
+	}
+	return nil
 }
 
 // errDigestRefused says a caller may not ask for content digests now.

@@ -15,7 +15,8 @@ import (
 // wire.MembershipOp and package membership, which drives the steps). An
 // op that must run at a leader answers NotLeader, with the leader it
 // knows, elsewhere. With TLS, only callers with a certificate of the
-// cluster's CA get here, as for every RPC.
+// cluster's CA get here, as for every RPC, and only admin and node
+// certificates with an op that changes something (serverCodec).
 func (s *Service) Membership(req *wire.MembershipRequest, reply *wire.MembershipReply) error {
 	s.callOf(req)
 	rb, ok := s.backend.(*replicatedBackend)

@@ -38,7 +38,11 @@ func membershipClusterRF(t *testing.T, rf int, opts ...func(*replCluster)) *repl
 // driver returns a membership.Cluster on c that logs its steps, and
 // calls onStep (if set) with each.
 func (c *replCluster) driver(t *testing.T, onStep func(line string)) *membership.Cluster {
-	drv := &membership.Cluster{Admin: c.admin(), Seeds: c.addrs[:3], CatchUp: 5 * time.Second, RPCTimeout: 3 * time.Second,
+	admin := c.admin()
+	if c.adminID != nil {
+		admin = client.Admin{TLS: c.adminID.ClientConfig()}
+	}
+	drv := &membership.Cluster{Admin: admin, Seeds: c.addrs[:3], CatchUp: 5 * time.Second, RPCTimeout: 3 * time.Second,
 		Progress: func(line string) {
 			t.Log(line)
 			if onStep != nil {
@@ -490,4 +494,36 @@ func TestInMemoryServerRestartsEmpty(t *testing.T) {
 	require.NoError(t, err)
 	c.stop(0)
 	checkAll(t, c.client(t, func(cfg *client.Config) { cfg.Servers = c.addrs[1:] }), "new", 600, valueOf("n"))
+}
+
+// TestMembershipNeedsAdminCertificate: with TLS, a client certificate may
+// read the map but not change the membership: add-server with it fails
+// with a clear error and changes nothing (no epoch, no replica on the
+// new server). With an admin certificate the same command works.
+func TestMembershipNeedsAdminCertificate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs elections")
+	}
+	c := membershipCluster(t, withTLS)
+	c.start(3)
+	asClient := &membership.Cluster{Admin: c.admin(), Seeds: c.addrs[:3], CatchUp: 5 * time.Second, RPCTimeout: 3 * time.Second}
+	t.Cleanup(func() { _ = asClient.Close() })
+	before, err := asClient.Map()
+	require.NoError(t, err, "a client certificate may read the map")
+	_, err = asClient.AddServer(c.addrs[3])
+	require.ErrorContains(t, err, "membership changes are for admin and node certificates")
+	_, err = c.admin().Membership(c.addrs[0], wire.MembershipRequest{Op: wire.PublishMap, Map: before.Wire()}, 3*time.Second)
+	require.ErrorContains(t, err, `role "client"`)
+
+	drv := c.driver(t, nil)
+	after, err := drv.Map()
+	require.NoError(t, err)
+	require.Equal(t, before.Epoch, after.Epoch, "the refused add changed the map")
+	st, err := c.status(3)
+	require.NoError(t, err)
+	require.Empty(t, st.Shards, "the refused add opened a replica on the new server")
+
+	sum, err := drv.AddServer(c.addrs[3])
+	require.NoError(t, err, "an admin certificate may change membership")
+	require.NotEmpty(t, sum.Moves)
 }

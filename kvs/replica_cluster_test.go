@@ -49,8 +49,9 @@ type replCluster struct {
 	readMode   string
 	plantLease time.Duration
 	logger     *slog.Logger
-	// With withTLS: every server's identity, and the clients'.
-	nodeID, clientID *auth.Identity
+	// With withTLS: every server's identity, the clients', and the one
+	// that may change membership.
+	nodeID, clientID, adminID *auth.Identity
 }
 
 // withTLS makes every connection of the cluster mutual TLS: the servers
@@ -58,8 +59,9 @@ type replCluster struct {
 // certificate of the same CA.
 func withTLS(c *replCluster) {
 	var err error
-	c.nodeID, c.clientID, err = auth.MakeLocal(filepath.Join(c.t.TempDir(), "certs"), []string{"127.0.0.1"})
+	certs, err := auth.MakeLocal(filepath.Join(c.t.TempDir(), "certs"), []string{"127.0.0.1"})
 	require.NoError(c.t, err)
+	c.nodeID, c.clientID, c.adminID = certs.Node, certs.Client, certs.Admin
 }
 
 // admin reaches the servers' admin RPCs, over TLS when the cluster has it.

@@ -31,7 +31,9 @@ package membership
 import (
 	"errors"
 	"fmt"
+	"net/rpc"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -114,6 +116,13 @@ func (c *Cluster) call(addr string, req wire.MembershipRequest) (wire.Membership
 	return rep, c.invoke(addr, wire.MembershipMethod, &req, &rep)
 }
 
+// refused reports whether err is a server's refusal of the caller's
+// certificate, which no retry changes.
+func refused(err error) bool {
+	var se rpc.ServerError
+	return errors.As(err, &se) && strings.Contains(string(se), wire.MembershipRefused)
+}
+
 // atLeader makes op at the leader of shard sh (or of the meta group),
 // trying candidates in turn and following leader hints until one answers
 // as leader, for up to retryFor.
@@ -132,6 +141,8 @@ func (c *Cluster) atLeader(candidates []string, req wire.MembershipRequest) (str
 			rep.NotLeader = true // any replica answers; we want the leader's view
 		}
 		switch {
+		case refused(err):
+			return "", wire.MembershipReply{}, err
 		case err != nil:
 			lastErr = err
 		case rep.NotLeader:

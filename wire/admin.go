@@ -131,6 +131,15 @@ const (
 	ReadMap
 )
 
+// MembershipRefused is in the error a server answers a membership op
+// that changes something when the caller's certificate may not.
+const MembershipRefused = "membership changes are for admin and node certificates"
+
+// Changes reports whether op changes a server's replicas, a group or the
+// map (every op but Members and ReadMap, which only read): with TLS, only
+// admin and node certificates may send those.
+func (op MembershipOp) Changes() bool { return op != Members && op != ReadMap }
+
 // String names the op for progress lines and errors.
 func (op MembershipOp) String() string {
 	switch op {

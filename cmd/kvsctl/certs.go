@@ -18,6 +18,9 @@ const certsUsage = `usage:
       a server's certificate, for every host name or IP address it is reached at
   kvsctl certs issue -dir DIR -name NAME -role client
       a client's certificate
+  kvsctl certs issue -dir DIR -name NAME -role admin
+      an operator's certificate: a client's, which may also change the
+      cluster's membership (add-server, remove-server, move, rebalance)
 Both write DIR/NAME.crt and DIR/NAME.key (keys mode 0600) and never overwrite a file.`
 
 // certs runs `kvsctl certs init|issue ...`.
@@ -30,7 +33,7 @@ func certs(args []string, stdout io.Writer) error {
 	fs.Usage = func() { fmt.Fprintln(fs.Output(), certsUsage) }
 	dir := fs.String("dir", "", "directory of the CA and the certificates")
 	name := fs.String("name", "", "issue: the certificate's name (its files are NAME.crt and NAME.key)")
-	role := fs.String("role", "", "issue: node (a server) or client")
+	role := fs.String("role", "", "issue: node (a server), client, or admin (a client that may change membership)")
 	hosts := fs.String("hosts", "", "issue -role node: comma-separated host names and IP addresses the server is reached at")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err

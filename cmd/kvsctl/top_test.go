@@ -143,9 +143,9 @@ func TestTopShowsAnUnreachableServer(t *testing.T) {
 // and shows the server; without them it cannot.
 func TestTopOverTLS(t *testing.T) {
 	dir := t.TempDir()
-	node, _, err := auth.MakeLocal(dir, []string{"127.0.0.1"})
+	certs, err := auth.MakeLocal(dir, []string{"127.0.0.1"})
 	require.NoError(t, err)
-	srv, err := kvs.New(kvs.Config{Identity: node, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	srv, err := kvs.New(kvs.Config{Identity: certs.Node, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
