@@ -527,3 +527,38 @@ func TestMembershipNeedsAdminCertificate(t *testing.T) {
 	require.NoError(t, err, "an admin certificate may change membership")
 	require.NotEmpty(t, sum.Moves)
 }
+
+// TestReconcileClosesStrayMetaReplica: a replica of the meta group on a
+// member that the map does not name and the group does not list (as a
+// move whose close failed leaves behind) is closed by the next Reconcile,
+// and the meta group still serves.
+func TestReconcileClosesStrayMetaReplica(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs elections")
+	}
+	c := membershipCluster(t)
+	drv := c.driver(t, nil)
+	c.start(3)
+	_, err := drv.AddServer(c.addrs[3])
+	require.NoError(t, err)
+	m, err := drv.Map()
+	require.NoError(t, err)
+	i := slices.IndexFunc(c.addrs, func(a string) bool { return !slices.Contains(m.Meta, a) })
+	require.GreaterOrEqual(t, i, 0, "every server holds the meta group")
+	meta := wire.MetaShard(m.Shards)
+	stray := wire.MembershipRequest{Op: wire.OpenReplica, Shard: meta, Peers: m.Meta}
+	admin := drv.Admin
+	_, err = admin.Membership(c.addrs[i], stray, 3*time.Second)
+	require.NoError(t, err)
+	rep, err := admin.Membership(c.addrs[i], wire.MembershipRequest{Op: wire.Members, Shard: meta}, 3*time.Second)
+	require.NoError(t, err)
+	require.NotEmpty(t, rep.State, "the stray replica did not open")
+
+	require.NoError(t, drv.Reconcile())
+	rep, err = admin.Membership(c.addrs[i], wire.MembershipRequest{Op: wire.Members, Shard: meta}, 3*time.Second)
+	require.NoError(t, err)
+	require.Empty(t, rep.State, "Reconcile left the stray meta replica running")
+	after, err := drv.Map()
+	require.NoError(t, err)
+	require.Equal(t, m.Epoch, after.Epoch)
+}

@@ -363,11 +363,20 @@ func (c *Cluster) Reconcile() error {
 	return nil
 }
 
-// closeStrays asks every member to close the data shards' replicas that m
-// does not place on it and keep does not keep. (The meta group's are not
-// listed by Status; a stray of it runs until its server restarts.)
+// closeStrays asks every member to close the replicas (of data shards,
+// and of the meta group) that m does not place on it and keep does not
+// keep.
 func (c *Cluster) closeStrays(m *shard.Map, keep func(sh int, addr string) bool) {
 	for _, addr := range m.Servers {
+		// Status lists data shards only: ask for the meta group's replica.
+		if meta := m.Shards; !slices.Contains(m.Meta, addr) && !keep(meta, addr) {
+			rep, err := c.call(addr, wire.MembershipRequest{Op: wire.Members, Shard: meta})
+			if err == nil && rep.State != "" {
+				if _, err := c.call(addr, wire.MembershipRequest{Op: wire.CloseReplica, Shard: meta, Map: m.Wire()}); err == nil {
+					c.say("the meta group: %s closed a replica the map does not place there", addr)
+				}
+			}
+		}
 		st, err := c.status(addr)
 		if err != nil {
 			continue
