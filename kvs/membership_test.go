@@ -562,3 +562,33 @@ func TestReconcileClosesStrayMetaReplica(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, m.Epoch, after.Epoch)
 }
+
+// TestLeaderAskedToLeaveHandsOver: a shard's leader asked to remove
+// itself (as a move's last step asks when the hand-over it made did not
+// stick) hands leadership to another voter and answers NotLeader; it
+// stays a member, and the new leader then removes it.
+func TestLeaderAskedToLeaveHandsOver(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs elections")
+	}
+	c := membershipCluster(t)
+	admin := c.admin()
+	old := c.leader(0)
+	require.GreaterOrEqual(t, old, 0)
+	leave := wire.MembershipRequest{Op: wire.RemoveMember, Shard: 0, Addr: c.addrs[old]}
+	rep, err := admin.Membership(c.addrs[old], leave, 5*time.Second)
+	require.NoError(t, err)
+	require.True(t, rep.NotLeader, "the leader removed itself, or kept leading")
+	var now int
+	require.Eventually(t, func() bool {
+		now = c.leader(0)
+		return now >= 0 && now != old
+	}, 5*time.Second, 20*time.Millisecond, "leadership did not move")
+	rep, err = admin.Membership(c.addrs[now], wire.MembershipRequest{Op: wire.Members, Shard: 0}, 5*time.Second)
+	require.NoError(t, err)
+	require.Len(t, rep.Members, 3, "the old leader left the group before the new leader removed it")
+	rep, err = admin.Membership(c.addrs[now], leave, 5*time.Second)
+	require.NoError(t, err)
+	require.False(t, rep.NotLeader)
+	require.Len(t, rep.Members, 2)
+}

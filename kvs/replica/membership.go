@@ -57,7 +57,7 @@ func (g *Group) ChangeMembers(op wire.MembershipOp, addr string) error {
 		f = g.raft.AddVoter(id, a, 0, MembershipTimeout)
 	case wire.RemoveMember:
 		if addr == g.self {
-			return errors.New("replica: a leader cannot remove itself; transfer leadership first")
+			return g.handOverToLeave()
 		}
 		f = g.raft.RemoveServer(id, 0, MembershipTimeout)
 	case wire.TransferLeader:
@@ -78,4 +78,21 @@ func (g *Group) ChangeMembers(op wire.MembershipOp, addr string) error {
 		return fmt.Errorf("replica: shard %d: %s %s: %w", g.shard, op, addr, err)
 	}
 	return nil
+}
+
+// handOverToLeave answers a leader's being asked to remove itself: it
+// hands leadership to the voter whose log is most up to date, and
+// answers ErrNotLeader, so that the caller asks the new leader. This is
+// how a move finishes when the hand-over it asked for did not stick (the
+// new replica lost its election, and the old leader was elected again).
+func (g *Group) handOverToLeave() error {
+	g.lease.giveUp()
+	defer g.lease.resume()
+	if err := g.await(g.raft.LeadershipTransfer()); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+			return ErrNotLeader
+		}
+		return fmt.Errorf("replica: shard %d: asked to remove its leader, which could not hand leadership over: %w", g.shard, err)
+	}
+	return ErrNotLeader
 }
