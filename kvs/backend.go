@@ -127,11 +127,11 @@ func newReplicatedBackend(cfg *Config, apply *applier, stats *Stats) (backend, w
 		_ = set.Close()
 		return nil, wire.Layout{}, fmt.Errorf("kvs: forwarding client: %w", err)
 	}
-	b := &replicatedBackend{set: set, apply: apply, stats: stats, fwd: fwd, log: cfg.Logger, stop: make(chan struct{})}
+	b := &replicatedBackend{set: set, apply: apply, stats: stats, fwd: fwd, admin: admin, log: cfg.Logger, stop: make(chan struct{})}
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
-		b.followMap(admin, b.stop)
+		b.followMap(b.stop)
 	}()
 	// KVService.Layout answers a replicated server's current map
 	// (Service.currentLayout), not a layout fixed at start.

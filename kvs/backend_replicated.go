@@ -20,6 +20,8 @@ type replicatedBackend struct {
 	apply *applier
 	stats *Stats
 	fwd   *client.Client
+	// admin asks the meta group's replicas for the map (followMap).
+	admin client.Admin
 	log   *slog.Logger
 	// staleReads plants a bug for tests (SetStaleReadsForTest).
 	staleReads atomic.Bool

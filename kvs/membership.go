@@ -3,9 +3,9 @@ package kvs
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
-	"github.com/batchkv/batchkv/client"
 	"github.com/batchkv/batchkv/kvs/replica"
 	"github.com/batchkv/batchkv/shard"
 	"github.com/batchkv/batchkv/wire"
@@ -45,15 +45,14 @@ func (b *replicatedBackend) membership(req *wire.MembershipRequest, reply *wire.
 		err = g.ChangeMembers(req.Op, req.Addr)
 	case wire.CloseReplica:
 		// The caller's map may be newer than ours (we were down when it
-		// changed): it is the one that took the replica away.
+		// changed): it is the one that took the replica away. It is a
+		// hint: the map adopted is the meta group's.
 		if req.Map.Epoch > 0 {
-			var next *shard.Map
-			if next, err = shard.FromWire(req.Map); err != nil {
+			var hint *shard.Map
+			if hint, err = shard.FromWire(req.Map); err != nil {
 				return err
 			}
-			if err = set.Adopt(next); err != nil {
-				return err
-			}
+			b.refreshMap(hint)
 		}
 		err = set.CloseReplica(req.Shard)
 	case wire.CommitMap:
@@ -72,11 +71,14 @@ func (b *replicatedBackend) membership(req *wire.MembershipRequest, reply *wire.
 			reply.Map = cur.Wire()
 		}
 	case wire.PublishMap:
-		var next *shard.Map
-		if next, err = shard.FromWire(req.Map); err != nil {
+		// A published map says that the map changed, not what it is: the
+		// server adopts what the meta group holds, so that no caller can
+		// hand it a map the group never committed.
+		var hint *shard.Map
+		if hint, err = shard.FromWire(req.Map); err != nil {
 			return err
 		}
-		err = set.Adopt(next)
+		b.refreshMap(hint)
 	default:
 		return fmt.Errorf("kvs: unknown membership op %d", req.Op)
 	}
@@ -102,9 +104,10 @@ func (b *replicatedBackend) membership(req *wire.MembershipRequest, reply *wire.
 // published to it (its publisher stopped, or it was down).
 const mapPollEvery = time.Second
 
-// followMap adopts newer maps from the meta group's replicas until stop
-// closes: each second it asks the next of them for its map.
-func (b *replicatedBackend) followMap(admin client.Admin, stop <-chan struct{}) {
+// followMap adopts newer maps from the meta group until stop closes:
+// each second it reads its own meta replica's, if it has one, or asks the
+// next of the meta group's replicas for theirs.
+func (b *replicatedBackend) followMap(stop <-chan struct{}) {
 	tick := time.NewTicker(mapPollEvery)
 	defer tick.Stop()
 	for n := 0; ; n++ {
@@ -113,25 +116,73 @@ func (b *replicatedBackend) followMap(admin client.Admin, stop <-chan struct{}) 
 			return
 		case <-tick.C:
 		}
+		if b.adoptStored() {
+			continue
+		}
 		meta := b.set.Map().Meta
-		addr := meta[n%len(meta)]
-		if addr == b.set.Self() {
-			// A meta replica adopts what it commits as leader; as a
-			// follower it learns new maps from publishes and the others.
+		b.adoptFrom(meta[n%len(meta)])
+	}
+}
+
+// refreshAsk bounds asking one meta replica for its map on a publish.
+const refreshAsk = 500 * time.Millisecond
+
+// refreshMap adopts the newest map of the meta group, told that the map
+// changed (hint, a map a caller sent, is used only for where the meta
+// group's replicas may now be): from its own meta replica, else from the
+// replicas its map and hint name, until one answers a newer map.
+func (b *replicatedBackend) refreshMap(hint *shard.Map) {
+	if b.adoptStored() && b.set.Map().Epoch >= hint.Epoch {
+		return
+	}
+	asked := map[string]bool{b.set.Self(): true}
+	for _, addr := range append(slices.Clone(b.set.Map().Meta), hint.Meta...) {
+		if asked[addr] {
 			continue
 		}
-		l, err := admin.Layout(addr, mapPollEvery)
-		if err != nil || l.Epoch <= b.set.Map().Epoch {
-			continue
+		asked[addr] = true
+		if b.adoptFrom(addr) && b.set.Map().Epoch >= hint.Epoch {
+			return
 		}
-		m, err := shard.FromWire(l)
-		if err == nil {
-			err = b.set.Adopt(m)
-		}
-		if err != nil {
-			b.log.Warn("adopting the shard map", "from", addr, "epoch", l.Epoch, "err", err)
-		} else {
-			b.log.Info("adopted the shard map", "from", addr, "epoch", l.Epoch)
-		}
+	}
+}
+
+// adoptStored adopts the map this server's meta replica holds, if newer;
+// it reports whether this server hosts a meta replica.
+func (b *replicatedBackend) adoptStored() bool {
+	if b.set.Meta() == nil {
+		return false
+	}
+	m, err := b.set.StoredMap()
+	if err == nil && m != nil && m.Epoch > b.set.Map().Epoch {
+		err = b.set.Adopt(m)
+		b.logAdopted("own meta replica", m.Epoch, err)
+	}
+	return true
+}
+
+// adoptFrom asks the server at addr, a replica of the meta group, for its
+// map and adopts it if newer; it reports whether it adopted one.
+func (b *replicatedBackend) adoptFrom(addr string) bool {
+	if addr == b.set.Self() {
+		return false
+	}
+	l, err := b.admin.Layout(addr, refreshAsk)
+	if err != nil || l.Epoch <= b.set.Map().Epoch {
+		return false
+	}
+	m, err := shard.FromWire(l)
+	if err == nil {
+		err = b.set.Adopt(m)
+	}
+	b.logAdopted(addr, l.Epoch, err)
+	return err == nil
+}
+
+func (b *replicatedBackend) logAdopted(from string, epoch uint64, err error) {
+	if err != nil {
+		b.log.Warn("adopting the shard map", "from", from, "epoch", epoch, "err", err)
+	} else {
+		b.log.Info("adopted the shard map", "from", from, "epoch", epoch)
 	}
 }

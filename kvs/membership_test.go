@@ -592,3 +592,45 @@ func TestLeaderAskedToLeaveHandsOver(t *testing.T) {
 	require.False(t, rep.NotLeader)
 	require.Len(t, rep.Members, 2)
 }
+
+// TestPublishedMapComesFromMetaGroup: a map handed to a server (by
+// PublishMap, or with CloseReplica) only tells it that the map changed;
+// it adopts what the meta group holds. A forged map with a far-ahead
+// epoch and another placement is not adopted, and the server still
+// follows the real changes.
+func TestPublishedMapComesFromMetaGroup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs elections")
+	}
+	c := membershipCluster(t)
+	admin := c.admin()
+	drv := c.driver(t, nil)
+	real, err := drv.Map()
+	require.NoError(t, err)
+	forged := real.Clone()
+	forged.Epoch += 100
+	forged.Placement[0] = []string{c.addrs[2], c.addrs[1], c.addrs[0]}
+	for _, op := range []wire.MembershipOp{wire.PublishMap, wire.CloseReplica} {
+		rep, err := admin.Membership(c.addrs[1], wire.MembershipRequest{Op: op, Shard: 0, Map: forged.Wire()}, 5*time.Second)
+		if op == wire.CloseReplica {
+			require.ErrorContains(t, err, "still places shard 0 here")
+			continue
+		}
+		require.NoError(t, err)
+		require.Equal(t, real.Epoch, rep.Map.Epoch, "the server adopted a map the meta group never committed")
+	}
+	l, err := admin.Layout(c.addrs[1], time.Second)
+	require.NoError(t, err)
+	require.Equal(t, real.Epoch, l.Epoch)
+	require.Equal(t, real.Placement[0], l.Placement[0])
+
+	c.start(3)
+	_, err = drv.AddServer(c.addrs[3])
+	require.NoError(t, err)
+	now, err := drv.Map()
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		l, err := admin.Layout(c.addrs[1], time.Second)
+		return err == nil && l.Epoch == now.Epoch
+	}, 5*time.Second, 50*time.Millisecond, "the server did not follow the real change")
+}

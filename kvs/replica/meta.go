@@ -32,12 +32,28 @@ func (s *Set) ReadMap() (*shard.Map, error) {
 	if err := g.ReadBarrier(); err != nil {
 		return nil, err
 	}
+	m, err := s.StoredMap()
+	if err != nil || m != nil {
+		return m, err
+	}
+	if s.initial == nil {
+		return nil, errors.New("replica: the meta group holds no map and this server has no initial one")
+	}
+	return s.initial, nil
+}
+
+// StoredMap returns the map this server's replica of the meta group has
+// applied (no barrier: it may be behind the leader's, never ahead of what
+// the group committed), or nil if it hosts no meta replica or its replica
+// holds no map yet.
+func (s *Set) StoredMap() (*shard.Map, error) {
+	g := s.Meta()
+	if g == nil {
+		return nil, nil
+	}
 	raw, ok := g.Store().AppendGet(nil, metaKey)
 	if !ok {
-		if s.initial == nil {
-			return nil, errors.New("replica: the meta group holds no map and this server has no initial one")
-		}
-		return s.initial, nil
+		return nil, nil
 	}
 	var l wire.Layout
 	if err := json.Unmarshal(raw, &l); err != nil {
