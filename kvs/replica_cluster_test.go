@@ -37,10 +37,10 @@ type replCluster struct {
 	initial int
 	// inMemory starts every server with Config.InMemory and no data dir.
 	inMemory bool
-	links   *faultnet.Links
-	mu      sync.Mutex
-	servers []*kvs.Server // nil while stopped
-	stale   bool          // plant the stale-read bug in every server
+	links    *faultnet.Links
+	mu       sync.Mutex
+	servers  []*kvs.Server // nil while stopped
+	stale    bool          // plant the stale-read bug in every server
 	// serveByMap plants kvs.SetServeByMapForTest in every server.
 	serveByMap bool
 	timing     replica.Timing

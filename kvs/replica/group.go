@@ -158,7 +158,7 @@ type raftStore interface {
 // gc.dir, or memory when gc.dir is empty.
 func openStores(gc groupConfig, hlog hclog.Logger) (raftStore, raft.SnapshotStore, error) {
 	if gc.dir == "" {
-		return raft.NewInmemStore(), raft.NewInmemSnapshotStore(), nil
+		return raft.NewInmemStore(), &memSnapshots{}, nil
 	}
 	if err := os.MkdirAll(gc.dir, dataDirMode); err != nil {
 		return nil, nil, fmt.Errorf("replica: shard %d data dir: %w", gc.shard, err)
