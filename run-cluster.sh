@@ -270,6 +270,9 @@ if (( RF > 1 && ! HAS_DATA_DIR )); then
     DURABLE=1
     echo "data:         $LOG_DIR/data/<server> (removed after the run unless --keep-data)"
 fi
+if (( SPARES > 0 && HAS_DATA_DIR )) && [[ $MODE == local ]]; then
+    echo "--spares with a -data-dir in server_args: every local server would share it; leave -data-dir out" >&2; exit 2
+fi
 MEMORY_ARGS=()
 if (( SPARES > 0 && RF == 1 && ! HAS_DATA_DIR )) && [[ " $SERVER_ARGS " != *" -in-memory"* && " $SERVER_ARGS " != *" --in-memory"* ]]; then
     MEMORY_ARGS=(-in-memory)

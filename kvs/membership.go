@@ -105,8 +105,9 @@ func (b *replicatedBackend) membership(req *wire.MembershipRequest, reply *wire.
 const mapPollEvery = time.Second
 
 // followMap adopts newer maps from the meta group until stop closes:
-// each second it reads its own meta replica's, if it has one, or asks the
-// next of the meta group's replicas for theirs.
+// each second it reads its own meta replica's, if it has one, and asks
+// the next of the other meta replicas for theirs (its own may have been
+// taken out of the group, and stopped advancing).
 func (b *replicatedBackend) followMap(stop <-chan struct{}) {
 	tick := time.NewTicker(mapPollEvery)
 	defer tick.Stop()
@@ -116,11 +117,16 @@ func (b *replicatedBackend) followMap(stop <-chan struct{}) {
 			return
 		case <-tick.C:
 		}
-		if b.adoptStored() {
-			continue
+		b.adoptStored()
+		var others []string
+		for _, a := range b.set.Map().Meta {
+			if a != b.set.Self() {
+				others = append(others, a)
+			}
 		}
-		meta := b.set.Map().Meta
-		b.adoptFrom(meta[n%len(meta)])
+		if len(others) > 0 {
+			b.adoptFrom(others[n%len(others)])
+		}
 	}
 }
 
@@ -128,16 +134,22 @@ func (b *replicatedBackend) followMap(stop <-chan struct{}) {
 const refreshAsk = 500 * time.Millisecond
 
 // refreshMap adopts the newest map of the meta group, told that the map
-// changed (hint, a map a caller sent, is used only for where the meta
-// group's replicas may now be): from its own meta replica, else from the
-// replicas its map and hint name, until one answers a newer map.
+// changed. hint, a map a caller sent, is not adopted: only its epoch (how
+// new a map to look for) and its meta replicas that are members under
+// this server's map (where to look besides this map's meta replicas)
+// are used. It reads its own meta replica's map, then asks the others
+// until it has one as new as hint.
 func (b *replicatedBackend) refreshMap(hint *shard.Map) {
-	if b.adoptStored() && b.set.Map().Epoch >= hint.Epoch {
+	cur := b.set.Map()
+	if hint.Epoch <= cur.Epoch {
+		return
+	}
+	if b.adoptStored(); b.set.Map().Epoch >= hint.Epoch {
 		return
 	}
 	asked := map[string]bool{b.set.Self(): true}
-	for _, addr := range append(slices.Clone(b.set.Map().Meta), hint.Meta...) {
-		if asked[addr] {
+	for _, addr := range append(slices.Clone(cur.Meta), hint.Meta...) {
+		if asked[addr] || !slices.Contains(cur.Servers, addr) {
 			continue
 		}
 		asked[addr] = true
@@ -147,18 +159,14 @@ func (b *replicatedBackend) refreshMap(hint *shard.Map) {
 	}
 }
 
-// adoptStored adopts the map this server's meta replica holds, if newer;
-// it reports whether this server hosts a meta replica.
-func (b *replicatedBackend) adoptStored() bool {
-	if b.set.Meta() == nil {
-		return false
-	}
+// adoptStored adopts the map this server's meta replica holds, if it has
+// one and it is newer.
+func (b *replicatedBackend) adoptStored() {
 	m, err := b.set.StoredMap()
 	if err == nil && m != nil && m.Epoch > b.set.Map().Epoch {
 		err = b.set.Adopt(m)
 		b.logAdopted("own meta replica", m.Epoch, err)
 	}
-	return true
 }
 
 // adoptFrom asks the server at addr, a replica of the meta group, for its

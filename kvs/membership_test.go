@@ -419,17 +419,19 @@ func TestMembershipBadInput(t *testing.T) {
 
 	// Replicas in memory only at RF=1: a restarted voter that forgot its
 	// log and vote could help elect two leaders in one term.
-	for _, cfg := range []kvs.Config{
-		{Self: "127.0.0.1:1", Join: c.addrs[0], InMemory: true},
-		{Self: "127.0.0.1:1", Peers: []string{"127.0.0.1:1"}, Replicas: 3, InMemory: true},
-		{Self: "127.0.0.1:1", Peers: []string{"127.0.0.1:1"}, InMemory: true, DataDir: t.TempDir()},
+	for _, tc := range []struct {
+		cfg  kvs.Config
+		want string
+	}{
+		{kvs.Config{Self: "127.0.0.1:1", Join: c.addrs[0], InMemory: true}, "3 replicas per shard need a data dir"},
+		{kvs.Config{Self: "127.0.0.1:1", Peers: []string{"127.0.0.1:1"}, Replicas: 3, InMemory: true}, "InMemory with 3 replicas"},
+		{kvs.Config{Self: "127.0.0.1:1", Peers: []string{"127.0.0.1:1"}, InMemory: true, DataDir: t.TempDir()}, "InMemory and a DataDir"},
 	} {
-		srv, err := kvs.New(cfg)
+		srv, err := kvs.New(tc.cfg)
 		if err == nil {
 			_ = srv.Close()
 		}
-		require.Error(t, err, "%+v", cfg)
-		t.Log(err)
+		require.ErrorContains(t, err, tc.want)
 	}
 }
 
@@ -607,9 +609,13 @@ func TestPublishedMapComesFromMetaGroup(t *testing.T) {
 	drv := c.driver(t, nil)
 	real, err := drv.Map()
 	require.NoError(t, err)
+	// The forged map takes shard 0 off server 1, which the forged map's
+	// CloseReplica then asks to close its replica.
 	forged := real.Clone()
 	forged.Epoch += 100
-	forged.Placement[0] = []string{c.addrs[2], c.addrs[1], c.addrs[0]}
+	forged.Servers = append(forged.Servers, c.addrs[3])
+	forged.Placement[0] = []string{c.addrs[2], c.addrs[3], c.addrs[0]}
+	require.NoError(t, forged.Validate())
 	for _, op := range []wire.MembershipOp{wire.PublishMap, wire.CloseReplica} {
 		rep, err := admin.Membership(c.addrs[1], wire.MembershipRequest{Op: op, Shard: 0, Map: forged.Wire()}, 5*time.Second)
 		if op == wire.CloseReplica {

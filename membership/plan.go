@@ -368,6 +368,10 @@ func (c *Cluster) Reconcile() error {
 // keep.
 func (c *Cluster) closeStrays(m *shard.Map, keep func(sh int, addr string) bool) {
 	for _, addr := range m.Servers {
+		st, err := c.status(addr)
+		if err != nil {
+			continue
+		}
 		// Status lists data shards only: ask for the meta group's replica.
 		if meta := m.Shards; !slices.Contains(m.Meta, addr) && !keep(meta, addr) {
 			rep, err := c.call(addr, wire.MembershipRequest{Op: wire.Members, Shard: meta})
@@ -376,10 +380,6 @@ func (c *Cluster) closeStrays(m *shard.Map, keep func(sh int, addr string) bool)
 					c.say("the meta group: %s closed a replica the map does not place there", addr)
 				}
 			}
-		}
-		st, err := c.status(addr)
-		if err != nil {
-			continue
 		}
 		for _, s := range st.Shards {
 			if s.Shard < m.Shards && !slices.Contains(m.Placement[s.Shard], addr) && !keep(s.Shard, addr) {
