@@ -491,11 +491,76 @@ func TestInMemoryServerRestartsEmpty(t *testing.T) {
 			}
 		})
 	require.Positive(t, gone)
+	// The spare, which joined with -join, comes back the same way.
+	c.stop(3)
+	c.start(3)
 	putAll(t, cl, "new", 600, valueOf("n"))
+	// The meta group moves first, and the map is then read at its new
+	// leader: the reborn meta group must have written its map into its
+	// log, or that read finds the initial map (server 1 started with it).
+	moved, _, err := drv.Move(before.Shards, c.addrs[0], c.addrs[1])
+	require.NoError(t, err)
+	require.Equal(t, []string{c.addrs[1]}, moved.Meta)
+	require.Equal(t, before.Epoch+1, moved.Epoch)
 	_, err = drv.RemoveServer(c.addrs[0])
 	require.NoError(t, err)
 	c.stop(0)
+	final, err := drv.Map()
+	require.NoError(t, err)
+	require.Greater(t, final.Epoch, before.Epoch)
+	require.Equal(t, []string{c.addrs[1], c.addrs[2], c.addrs[3]}, final.Servers)
 	checkAll(t, c.client(t, func(cfg *client.Config) { cfg.Servers = c.addrs[1:] }), "new", 600, valueOf("n"))
+}
+
+// TestInMemorySourceKilledMidMove: at RF=1 in memory, the source of a
+// move dies once the destination votes (the group has two voters and no
+// quorum) and starts again at once. Reborn, it bootstraps its other
+// shards empty but rejoins the moving one, whose group lives on at the
+// destination with the data: the move completes and every key of that
+// shard reads back.
+func TestInMemorySourceKilledMidMove(t *testing.T) {
+	if testing.Short() {
+		t.Skip("moves a shard")
+	}
+	c := membershipClusterRF(t, 1, func(c *replCluster) { c.inMemory = true })
+	c.start(3)
+	drv := c.driver(t, nil)
+	require.NoError(t, drv.AddMember(c.addrs[3]))
+	m, err := drv.Map()
+	require.NoError(t, err)
+	sh := slices.IndexFunc(m.Placement, func(reps []string) bool { return reps[0] == c.addrs[1] })
+	require.GreaterOrEqual(t, sh, 0)
+	cl := c.client(t)
+	putAll(t, cl, "k", 1200, valueOf("k"))
+
+	killer := c.driver(t, func(line string) {
+		if strings.Contains(line, "is a voter") {
+			c.stop(1)
+			c.start(1)
+		}
+	})
+	next, _, err := killer.Move(sh, c.addrs[1], c.addrs[3])
+	require.NoError(t, err, "the move did not complete after its source was reborn")
+	require.Equal(t, []string{c.addrs[3]}, next.Placement[sh])
+
+	layout, err := shard.New(m.Servers, m.Shards, 1, m.VirtualNodes)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	kept := 0
+	inBatches("k", 1200, func(key string, _ int) wire.Op { return wire.Op{Code: wire.OpGet, Key: key} },
+		func(start int, ops []wire.Op) {
+			res, err := cl.Do(ctx, ops)
+			require.NoError(t, err)
+			for j, r := range res {
+				if layout.Shard(ops[j].Key) == sh {
+					require.Equal(t, wire.StatusOK, r.Status, "key %s of the moved shard", ops[j].Key)
+					require.Equal(t, valueOf("k")(start+j), r.Value)
+					kept++
+				}
+			}
+		})
+	require.Positive(t, kept)
 }
 
 // TestMembershipNeedsAdminCertificate: with TLS, a client certificate may

@@ -99,8 +99,11 @@ type Config struct {
 	// InMemory makes a memory-only server whose shards can move: each
 	// shard is a one-replica Raft group (Replicas must be 1) whose log,
 	// snapshots and map stay in memory, in place of the fixed ring. It
-	// needs no DataDir, and keeps nothing across a restart: a stopped
-	// server has lost its shards, and comes back as a new one (Join).
+	// needs no DataDir, and keeps nothing across a restart: started again
+	// (with Peers or Join) in a running cluster, it takes the cluster's
+	// map and serves the replicas that map places on it again, empty,
+	// except those whose group lives on at another member (a move was
+	// under way), which it rejoins.
 	InMemory bool
 	// NoSync skips fsync of the Raft log: an acknowledged write may be lost
 	// if a majority of a shard's machines lose power. For experiments only.

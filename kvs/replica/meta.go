@@ -7,6 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
+
+	"github.com/hashicorp/raft"
 
 	"github.com/batchkv/batchkv/shard"
 	"github.com/batchkv/batchkv/wire"
@@ -240,4 +243,41 @@ func saveMap(dir string, m *shard.Map) error {
 		return fmt.Errorf("replica: saving the map: %w", err)
 	}
 	return nil
+}
+
+// seedFor bounds how long a reborn server waits to lead the meta group it
+// bootstrapped, to write the map into it.
+const seedFor = 10 * time.Second
+
+// seedMeta writes m into the meta group this server bootstrapped when it
+// was reborn, once it leads it, so that the map travels with the group's
+// log and snapshots if the group moves (until then ReadMap answers m from
+// s.initial). A map committed first is left as it is.
+func (s *Set) seedMeta(m *shard.Map) {
+	raw, err := json.Marshal(m.Wire())
+	if err != nil {
+		return
+	}
+	entry := wire.AppendBatchArgs(nil, &wire.BatchArgs{Ops: []wire.Op{{Code: wire.OpPut, Key: metaKey, Value: string(raw)}}})
+	for deadline := time.Now().Add(seedFor); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		s.metaMu.Lock()
+		g := s.Meta()
+		if g == nil || g.raft.State() == raft.Shutdown {
+			s.metaMu.Unlock()
+			return
+		}
+		if _, ok := g.Store().AppendGet(nil, metaKey); ok {
+			s.metaMu.Unlock()
+			return
+		}
+		if g.raft.State() == raft.Leader {
+			_, err = g.Write(entry, ApplyTimeout)
+			if err == nil {
+				s.metaMu.Unlock()
+				return
+			}
+		}
+		s.metaMu.Unlock()
+	}
+	s.cfg.Logger.Warn("the reborn meta group's map was not written into it", "epoch", m.Epoch, "err", err)
 }

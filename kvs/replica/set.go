@@ -34,8 +34,12 @@ type Config struct {
 	// has restarted with nothing, and Map is the cluster's current map: it
 	// bootstraps new, empty groups for the shards whose only replica Map
 	// places here (and for the meta group, holding Map, if Map names only
-	// this server), so that they serve again, without the data they had.
-	Reborn bool
+	// this server), so that they serve again, without the data they had;
+	// but not for those in HostedElsewhere (shard numbers, the meta group
+	// as Map.Shards), whose groups live on elsewhere (a move onto another
+	// server was under way): it rejoins those.
+	Reborn          bool
+	HostedElsewhere map[int]bool
 	// VirtualNodes is the ring's virtual nodes per shard, recorded in the
 	// map.
 	VirtualNodes int
@@ -163,20 +167,27 @@ func Open(cfg Config) (*Set, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// Only the initial map's groups bootstrap, and a reborn server's
-	// that have no other replica.
-	join := func(reps []string) bool {
-		return m.Epoch > 1 && !(cfg.Reborn && len(reps) == 1)
+	// that have no other replica, here or elsewhere.
+	join := func(sh int, reps []string) bool {
+		if cfg.Reborn {
+			return len(reps) != 1 || cfg.HostedElsewhere[sh]
+		}
+		return m.Epoch > 1
 	}
 	for _, sh := range m.Hosted(cfg.Self) {
-		if err := s.openLocked(sh, m.Placement[sh], join(m.Placement[sh])); err != nil {
+		if err := s.openLocked(sh, m.Placement[sh], join(sh, m.Placement[sh])); err != nil {
 			s.closeLocked()
 			return nil, err
 		}
 	}
 	if slices.Contains(m.Meta, cfg.Self) {
-		if err := s.openLocked(m.Shards, m.Meta, join(m.Meta)); err != nil {
+		bootstrap := !join(m.Shards, m.Meta)
+		if err := s.openLocked(m.Shards, m.Meta, !bootstrap); err != nil {
 			s.closeLocked()
 			return nil, err
+		}
+		if cfg.Reborn && bootstrap {
+			go s.seedMeta(m)
 		}
 	}
 	// A replica a move was adding when the server stopped is not in the
