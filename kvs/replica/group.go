@@ -77,6 +77,13 @@ const (
 	// transportTimeout bounds each Raft RPC's write, and a snapshot
 	// chunk's.
 	transportTimeout = 10 * time.Second
+	// rpcsInFlight is how many AppendEntries RPCs a leader keeps in
+	// flight to each follower. hashicorp/raft's default, 2, makes entries
+	// that arrive while two are in flight wait for the first's answer: on
+	// a slow link, most of a round trip more (chaos slow-network at +250
+	// ms each way: 53% of the baseline with 2, 62% and 70% with 16; the
+	// standard run is unchanged).
+	rpcsInFlight = 16
 	// logCacheEntries is how many recent log entries stay in memory, so
 	// that replicating them to followers does not read the log store.
 	logCacheEntries = 1024
@@ -201,7 +208,7 @@ func openGroup(gc groupConfig) (g *Group, err error) {
 	}
 	g.stream = newStream(gc.shard, gc.self, gc.dial)
 	g.transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream: g.stream, MaxPool: transportPool, Timeout: transportTimeout, Logger: hlog,
+		Stream: g.stream, MaxPool: transportPool, MaxRPCsInFlight: rpcsInFlight, Timeout: transportTimeout, Logger: hlog,
 	})
 	defer func() {
 		if err != nil {
