@@ -38,6 +38,13 @@ func (g *Group) watchHandBack() {
 			if !hb.Tick(now, g.raft.State() == raft.Leader) {
 				continue
 			}
+			// A replica whose answers are lost (a one-way partition)
+			// fails a heartbeat only when its RPC times out; it is silent
+			// on the wire well before that.
+			if at, ok := g.stream.heardFrom(preferred); !ok || now.Sub(at) > g.heartbeat {
+				g.log.Info("not handing leadership back: the preferred replica has not answered lately", "to", preferred)
+				continue
+			}
 			g.log.Info("handing leadership to the preferred replica", "to", preferred)
 			// The preferred replica will be elected at once: no lease read
 			// may be served from here on.

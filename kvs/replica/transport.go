@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -40,6 +42,36 @@ type stream struct {
 	*handoff.Listener
 	shard uint32
 	dial  DialFunc
+	// heard holds, per peer address dialled, when a connection to it
+	// last read a byte (unix nanoseconds, an *atomic.Int64): a peer whose
+	// answers are lost (a one-way partition) falls silent here before
+	// any RPC to it times out.
+	heard sync.Map
+}
+
+// heardConn is a dialled connection that notes when it reads.
+type heardConn struct {
+	net.Conn
+	at *atomic.Int64
+}
+
+func (c heardConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.at.Store(time.Now().UnixNano())
+	}
+	return n, err
+}
+
+// heardFrom returns when a connection to peer addr last read a byte; ok
+// false if none ever has.
+func (s *stream) heardFrom(addr string) (at time.Time, ok bool) {
+	v, found := s.heard.Load(addr)
+	if !found {
+		return time.Time{}, false
+	}
+	ns := v.(*atomic.Int64).Load()
+	return time.Unix(0, ns), ns > 0
 }
 
 func newStream(shard int, self string, dial DialFunc) *stream {
@@ -61,7 +93,8 @@ func (s *stream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn,
 		return nil, err
 	}
 	_ = c.SetWriteDeadline(time.Time{})
-	return c, nil
+	v, _ := s.heard.LoadOrStore(string(addr), &atomic.Int64{})
+	return heardConn{Conn: c, at: v.(*atomic.Int64)}, nil
 }
 
 // ReadShard reads the shard number that follows Preamble from a
