@@ -115,6 +115,15 @@ func requireConverged(t *testing.T, c *replCluster, m *shard.Map) {
 	}
 }
 
+// getByShard reads keys prefix0..prefix{n-1} through cl and calls check
+// with each key's shard under m, its index, the key and its result.
+func getByShard(t *testing.T, cl *client.Client, m *shard.Map, prefix string, n int, check func(sh, i int, key string, r wire.Result)) {
+	t.Helper()
+	layout, err := shard.New(m.Servers, m.Shards, m.RF, m.VirtualNodes)
+	require.NoError(t, err)
+	getAll(t, cl, prefix, n, func(i int, key string, r wire.Result) { check(layout.Shard(key), i, key, r) })
+}
+
 // TestMembershipLinearizable: under a checked load and with 3,000 keys
 // written before, a 4th server joins and is added (it takes its share of
 // replicas and leaders), then one of the original servers is removed and
@@ -471,25 +480,16 @@ func TestInMemoryServerRestartsEmpty(t *testing.T) {
 	require.Equal(t, before.Epoch, after.Epoch, "the reborn meta group holds another map")
 	require.Equal(t, before.Placement, after.Placement)
 
-	layout, err := shard.New(before.Servers, before.Shards, 1, before.VirtualNodes)
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	gone := 0
-	inBatches("old", 600, func(key string, _ int) wire.Op { return wire.Op{Code: wire.OpGet, Key: key} },
-		func(start int, ops []wire.Op) {
-			res, err := cl.Do(ctx, ops)
-			require.NoError(t, err)
-			for j, r := range res {
-				if slices.Contains(lost, layout.Shard(ops[j].Key)) {
-					require.Equal(t, wire.StatusNotFound, r.Status, "key %s of a shard on the restarted server", ops[j].Key)
-					gone++
-					continue
-				}
-				require.Equal(t, wire.StatusOK, r.Status, "key %s", ops[j].Key)
-				require.Equal(t, valueOf("o")(start+j), r.Value, "key %s", ops[j].Key)
-			}
-		})
+	getByShard(t, cl, before, "old", 600, func(sh, i int, key string, r wire.Result) {
+		if slices.Contains(lost, sh) {
+			require.Equal(t, wire.StatusNotFound, r.Status, "key %s of a shard on the restarted server", key)
+			gone++
+			return
+		}
+		require.Equal(t, wire.StatusOK, r.Status, "key %s", key)
+		require.Equal(t, valueOf("o")(i), r.Value, "key %s", key)
+	})
 	require.Positive(t, gone)
 	// The spare, which joined with -join, comes back the same way.
 	c.stop(3)
@@ -543,23 +543,14 @@ func TestInMemorySourceKilledMidMove(t *testing.T) {
 	require.NoError(t, err, "the move did not complete after its source was reborn")
 	require.Equal(t, []string{c.addrs[3]}, next.Placement[sh])
 
-	layout, err := shard.New(m.Servers, m.Shards, 1, m.VirtualNodes)
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	kept := 0
-	inBatches("k", 1200, func(key string, _ int) wire.Op { return wire.Op{Code: wire.OpGet, Key: key} },
-		func(start int, ops []wire.Op) {
-			res, err := cl.Do(ctx, ops)
-			require.NoError(t, err)
-			for j, r := range res {
-				if layout.Shard(ops[j].Key) == sh {
-					require.Equal(t, wire.StatusOK, r.Status, "key %s of the moved shard", ops[j].Key)
-					require.Equal(t, valueOf("k")(start+j), r.Value)
-					kept++
-				}
-			}
-		})
+	getByShard(t, cl, m, "k", 1200, func(s, i int, key string, r wire.Result) {
+		if s == sh {
+			require.Equal(t, wire.StatusOK, r.Status, "key %s of the moved shard", key)
+			require.Equal(t, valueOf("k")(i), r.Value)
+			kept++
+		}
+	})
 	require.Positive(t, kept)
 }
 

@@ -248,6 +248,17 @@ func putAll(t *testing.T, cl *client.Client, prefix string, n int, value func(i 
 // checkAll reads the keys putAll wrote and compares them.
 func checkAll(t *testing.T, cl *client.Client, prefix string, n int, value func(i int) string) {
 	t.Helper()
+	getAll(t, cl, prefix, n, func(i int, key string, r wire.Result) {
+		require.Equal(t, wire.StatusOK, r.Status, "key %s", key)
+		require.Equal(t, value(i), r.Value, "key %s", key)
+	})
+}
+
+// getAll reads keys prefix0..prefix{n-1} in batches and calls check with
+// each key's index, the key and its result; it fails the test if a batch
+// fails.
+func getAll(t *testing.T, cl *client.Client, prefix string, n int, check func(i int, key string, r wire.Result)) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	get := func(key string, _ int) wire.Op { return wire.Op{Code: wire.OpGet, Key: key} }
@@ -255,8 +266,7 @@ func checkAll(t *testing.T, cl *client.Client, prefix string, n int, value func(
 		res, err := cl.Do(ctx, ops)
 		require.NoError(t, err)
 		for j, r := range res {
-			require.Equal(t, wire.StatusOK, r.Status, "key %s", ops[j].Key)
-			require.Equal(t, value(start+j), r.Value, "key %s", ops[j].Key)
+			check(start+j, ops[j].Key, r)
 		}
 	})
 }

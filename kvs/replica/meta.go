@@ -65,6 +65,15 @@ func (s *Set) StoredMap() (*shard.Map, error) {
 	return shard.FromWire(l)
 }
 
+// mapEntry is the meta group's log entry that stores m under metaKey.
+func mapEntry(m *shard.Map) ([]byte, error) {
+	raw, err := json.Marshal(m.Wire())
+	if err != nil {
+		return nil, err
+	}
+	return wire.AppendBatchArgs(nil, &wire.BatchArgs{Ops: []wire.Op{{Code: wire.OpPut, Key: metaKey, Value: string(raw)}}}), nil
+}
+
 // CommitMap stores next in the meta group if the map it holds has epoch
 // expect (compare and set), and adopts it here. next must have epoch
 // expect+1. It must be called at the meta group's leader.
@@ -89,11 +98,10 @@ func (s *Set) CommitMap(expect uint64, next *shard.Map) (*shard.Map, error) {
 	if err := s.compatible(next); err != nil {
 		return cur, err
 	}
-	raw, err := json.Marshal(next.Wire())
+	entry, err := mapEntry(next)
 	if err != nil {
 		return cur, err
 	}
-	entry := wire.AppendBatchArgs(nil, &wire.BatchArgs{Ops: []wire.Op{{Code: wire.OpPut, Key: metaKey, Value: string(raw)}}})
 	if _, err := g.Write(entry, ApplyTimeout); err != nil {
 		return cur, err
 	}
@@ -254,11 +262,10 @@ const seedFor = 10 * time.Second
 // log and snapshots if the group moves (until then ReadMap answers m from
 // s.initial). A map committed first is left as it is.
 func (s *Set) seedMeta(m *shard.Map) {
-	raw, err := json.Marshal(m.Wire())
+	entry, err := mapEntry(m)
 	if err != nil {
 		return
 	}
-	entry := wire.AppendBatchArgs(nil, &wire.BatchArgs{Ops: []wire.Op{{Code: wire.OpPut, Key: metaKey, Value: string(raw)}}})
 	for deadline := time.Now().Add(seedFor); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		s.metaMu.Lock()
 		g := s.Meta()

@@ -181,12 +181,12 @@ func Open(cfg Config) (*Set, error) {
 		}
 	}
 	if slices.Contains(m.Meta, cfg.Self) {
-		bootstrap := !join(m.Shards, m.Meta)
-		if err := s.openLocked(m.Shards, m.Meta, !bootstrap); err != nil {
+		metaJoins := join(m.Shards, m.Meta)
+		if err := s.openLocked(m.Shards, m.Meta, metaJoins); err != nil {
 			s.closeLocked()
 			return nil, err
 		}
-		if cfg.Reborn && bootstrap {
+		if cfg.Reborn && !metaJoins {
 			go s.seedMeta(m)
 		}
 	}
