@@ -48,21 +48,25 @@ func share(t *testing.T, pid int, d time.Duration) float64 {
 	return float64(cpuTime(t, pid)-before) / float64(d)
 }
 
-// testLimiter: a spinning process held to 10% of a CPU gets well under a
-// third of what it gets unlimited, and gets its share back when lifted.
+// testLimiter: a spinning process held to 10% of a CPU gets about that
+// (under 16%: /proc counts in hundredths of a second, and a period can be
+// split across the window's ends) and under half of what it gets unlimited,
+// and gets its share back when lifted. Another busy process on the machine
+// can take the unlimited share down to a third of a CPU, so the comparison
+// is with the limit, over a 2 s window, not a fixed ratio to that share.
 func testLimiter(t *testing.T, lim CPULimiter) {
 	pid := busyProcess(t)
 	free := share(t, pid, time.Second)
 	require.Greater(t, free, 0.3, "the busy process got too little CPU to compare")
 	require.NoError(t, lim.Limit(pid, 0.10))
 	t.Cleanup(func() { _ = lim.Unlimit(pid) }) // also when a check below fails
-	limited := share(t, pid, time.Second)
+	limited := share(t, pid, 2*time.Second)
 	require.NoError(t, lim.Unlimit(pid))
 	time.Sleep(200 * time.Millisecond) // a throttled period runs out
 	again := share(t, pid, 2*time.Second)
 	t.Logf("%s: unlimited %.2f, limited to 10%%: %.2f, lifted: %.2f of a CPU", lim.Name(), free, limited, again)
-	require.Less(t, limited, 0.2)
-	require.Less(t, limited, free/3)
+	require.Less(t, limited, 0.16)
+	require.Less(t, limited, free/2)
 	require.Greater(t, again, 0.3)
 }
 
