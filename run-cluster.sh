@@ -382,7 +382,7 @@ for ((j = 0; j < CLIENT_COUNT; j++)); do
         tail -n 5 "$LOG_DIR"/client-*.log >&2 || true
     fi
 done
-grep -h -E '^(throughput|batch latency|client cpu_s|sync |linearizab|NOT linearizable)' "$LOG_DIR"/client-*.log || true
+grep -h -E '^(throughput|batch latency|after warm-up|client cpu_s|sync |linearizab|NOT linearizable)' "$LOG_DIR"/client-*.log || true
 if (( GROWN )); then
     wait "$GROW_PID" || true
     grep -E '^(done|  )' "$LOG_DIR/grow.log" || tail -n 3 "$LOG_DIR/grow.log"

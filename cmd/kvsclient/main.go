@@ -53,6 +53,7 @@ type options struct {
 	workload   string
 	theta      float64
 	secs       int
+	warmup     time.Duration
 	numClients int
 	batchSize  int
 	records    uint64
@@ -80,6 +81,7 @@ func parse(args []string) (*options, error) {
 	fs.StringVar(&o.workload, "workload", "YCSB-B", "YCSB-A (50% reads), YCSB-B (95%) or YCSB-C (100%)")
 	fs.Float64Var(&o.theta, "theta", workload.DefaultTheta, "Zipfian skew in [0, 1); 0 is uniform")
 	fs.IntVar(&o.secs, "secs", 30, "seconds to run the measured load")
+	fs.DurationVar(&o.warmup, "warmup", 3*time.Second, "batches started within this long of the load's start are left out of the \"after warm-up\" latency line (the \"batch latency\" line counts them all)")
 	fs.IntVar(&o.numClients, "numClients", 128, "goroutines sending batches")
 	fs.IntVar(&o.batchSize, "batchSize", 8192, "ops per batch")
 	fs.Uint64Var(&o.records, "records", workload.DefaultRecords, "number of keys")
@@ -114,6 +116,8 @@ func parse(args []string) (*options, error) {
 	switch {
 	case o.secs <= 0:
 		return nil, errors.New("-secs must be positive")
+	case o.warmup < 0:
+		return nil, errors.New("-warmup must not be negative")
 	case o.numClients <= 0:
 		return nil, errors.New("-numClients must be positive")
 	case o.batchSize <= 0 || o.batchSize > wire.MaxBatchOps:
@@ -224,6 +228,13 @@ func preload(ctx context.Context, cl *client.Client, o *options) error {
 	return g.Wait()
 }
 
+// quantiles formats a latency histogram as the "batch latency" lines give
+// it: p50 D p99 D p99.9 D p99.99 D max D (N batches).
+func quantiles(h *latency.Histogram) string {
+	return fmt.Sprintf("p50 %v p99 %v p99.9 %v p99.99 %v max %v (%d batches)",
+		h.Quantile(0.5), h.Quantile(0.99), h.Quantile(0.999), h.Quantile(0.9999), h.Max(), h.Count())
+}
+
 // measure runs the load for o.secs and prints the results.
 func measure(ctx context.Context, cl *client.Client, o *options, stdout io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(o.secs)*time.Second)
@@ -233,10 +244,13 @@ func measure(ctx context.Context, cl *client.Client, o *options, stdout io.Write
 		check = startCheck(cl, o, ctx.Done())
 	}
 	var done, failed atomic.Uint64
-	hists := make([]latency.Histogram, o.numClients)
+	// hists[i] holds goroutine i's batches, warm[i] those of them that
+	// started after the warm-up.
+	hists, warm := make([]latency.Histogram, o.numClients), make([]latency.Histogram, o.numClients)
 	var firstErr atomic.Pointer[error]
 	var wg sync.WaitGroup
 	start, startProc := time.Now(), procstat.Read()
+	warmEnd := start.Add(o.warmup)
 	for i := range o.numClients {
 		wg.Add(1)
 		go func() {
@@ -267,7 +281,11 @@ func measure(ctx context.Context, cl *client.Client, o *options, stdout io.Write
 					firstErr.CompareAndSwap(nil, &err)
 					continue
 				}
-				hists[i].Record(time.Since(t0))
+				took := time.Since(t0)
+				hists[i].Record(took)
+				if t0.After(warmEnd) {
+					warm[i].Record(took)
+				}
 				done.Add(uint64(len(ops)))
 			}
 		}()
@@ -294,14 +312,17 @@ loop:
 	}
 	tick.Stop()
 	elapsed := time.Since(start).Seconds()
-	var all latency.Histogram
+	var all, steady latency.Histogram
 	for i := range hists {
 		all.Merge(&hists[i])
+		steady.Merge(&warm[i])
 	}
 	proc := procstat.Read()
 	fmt.Fprintf(stdout, "throughput %.0f ops/s\n", float64(done.Load())/elapsed)
-	fmt.Fprintf(stdout, "batch latency p50 %v p99 %v p99.9 %v p99.99 %v max %v (%d batches)\n",
-		all.Quantile(0.5), all.Quantile(0.99), all.Quantile(0.999), all.Quantile(0.9999), all.Max(), all.Count())
+	fmt.Fprintf(stdout, "batch latency %s\n", quantiles(&all))
+	if steady.Count() > 0 {
+		fmt.Fprintf(stdout, "after warm-up (batches started %v or more into the load): batch latency %s\n", o.warmup, quantiles(&steady))
+	}
 	cpuPerMops := 0.0
 	if n := done.Load(); n > 0 {
 		cpuPerMops = (proc.CPU - startProc.CPU).Seconds() / (float64(n) / 1e6)

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batchkv/batchkv/kvs/store"
+)
+
+// batchesIn returns the batch count of out's line that starts with
+// prefix followed by the latency quantiles, or -1 if there is none.
+func batchesIn(t *testing.T, out, prefix string) int {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(prefix) + `p50 \S+ p99 \S+ p99.9 \S+ p99.99 \S+ max \S+ \((\d+) batches\)$`).FindStringSubmatch(out)
+	if m == nil {
+		return -1
+	}
+	n, err := strconv.Atoi(m[1])
+	require.NoError(t, err)
+	return n
+}
+
+// TestWarmupLeavesOutTheFirstBatches: the "after warm-up" line counts
+// only the batches started after -warmup, the "batch latency" line all of
+// them; with a warm-up longer than the run, the line is left out.
+func TestWarmupLeavesOutTheFirstBatches(t *testing.T) {
+	st, _ := store.New(store.DefaultKind)
+	addr := serve(t, st)
+	load := func(warmup string) string {
+		var out bytes.Buffer
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		require.NoError(t, run(ctx, []string{"-hosts", addr, "-secs", "2", "-warmup", warmup,
+			"-numClients", "4", "-batchSize", "64", "-records", "2000", "-seed", "7"}, &out))
+		return out.String()
+	}
+	out := load("1s")
+	all := batchesIn(t, out, "batch latency ")
+	steady := batchesIn(t, out, "after warm-up (batches started 1s or more into the load): batch latency ")
+	require.Positive(t, steady, out)
+	require.Less(t, steady, all, "the warm-up's batches are left out")
+	// About half the run is warm-up: far fewer than all, far more than none.
+	require.InDelta(t, 0.5, float64(steady)/float64(all), 0.3, out)
+
+	out = load("5s")
+	require.Positive(t, batchesIn(t, out, "batch latency "), out)
+	require.Equal(t, -1, batchesIn(t, out, "after warm-up (batches started 5s or more into the load): batch latency "), out)
+
+	_, err := parse([]string{"-warmup", "-1s"})
+	require.ErrorContains(t, err, "-warmup")
+}
