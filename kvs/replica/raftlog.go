@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"net"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -17,8 +18,14 @@ func newRaftLogger(log *slog.Logger) hclog.Logger {
 }
 
 // slogWriter turns hclog's formatted lines into slog records, at the level
-// hclog wrote in brackets.
+// hclog wrote in brackets, but for a line about a connection this process
+// closed itself (net.ErrClosed), which is logged at debug: the transport
+// reports every Raft connection that a shutting-down server or a closed
+// replica closes as a failed decode, at error level.
 type slogWriter struct{ log *slog.Logger }
+
+// closedByUs is net.ErrClosed's text: the connection was closed here.
+var closedByUs = []byte(net.ErrClosed.Error())
 
 func (w *slogWriter) Write(p []byte) (int, error) {
 	for line := range bytes.Lines(p) {
@@ -32,6 +39,9 @@ func (w *slogWriter) Write(p []byte) (int, error) {
 		}
 		if i := bytes.IndexByte(line, ']'); i >= 0 && line[0] == '[' {
 			line = bytes.TrimSpace(line[i+1:])
+		}
+		if bytes.Contains(line, closedByUs) {
+			level = slog.LevelDebug
 		}
 		w.log.Log(context.Background(), level, string(line))
 	}

@@ -21,3 +21,16 @@ func TestRaftLoggerGoesThroughSlog(t *testing.T) {
 	require.Contains(t, out, `level=WARN msg="raft: heartbeat failed: peer=b"`)
 	require.Contains(t, out, `level=ERROR msg="raft: disk full"`)
 }
+
+// TestRaftLoggerQuietsConnectionsClosedHere: the transport's error about a
+// connection this process closed (at shutdown) goes to debug, while an
+// error about a connection the peer broke stays an error.
+func TestRaftLoggerQuietsConnectionsClosedHere(t *testing.T) {
+	var buf bytes.Buffer
+	l := newRaftLogger(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	l.Error("failed to decode incoming command", "error", "read tcp 127.0.0.1:1->127.0.0.1:2: use of closed network connection")
+	l.Error("failed to decode incoming command", "error", "read tcp 127.0.0.1:1->127.0.0.1:2: connection reset by peer")
+	out := buf.String()
+	require.Contains(t, out, `level=DEBUG msg="raft: failed to decode incoming command: error=\"read tcp 127.0.0.1:1->127.0.0.1:2: use of closed network connection\""`)
+	require.Contains(t, out, `level=ERROR msg="raft: failed to decode incoming command: error=\"read tcp 127.0.0.1:1->127.0.0.1:2: connection reset by peer\""`)
+}
