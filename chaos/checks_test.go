@@ -168,3 +168,24 @@ func TestEvennessTally(t *testing.T) {
 	none := tallyEvenness(servers, 2, [][]wire.ShardStatus{{follows(0, 100), led(1, 100)}, {follows(0, 100), follows(1, 100)}})
 	require.Equal(t, "shard 0 has 0 leaders", none.unsettled)
 }
+
+// TestRatioCheckCountsHealthyPhasesAsBaseline: the seconds of a healthy
+// phase between faults count as baseline with the first one's, so a
+// fault window measured against a machine that slowed during the run is
+// compared with both: 820 against a baseline of 1000 alone fails 85%,
+// against 1000 and a later 900 (median 950) it passes.
+func TestRatioCheckCountsHealthyPhasesAsBaseline(t *testing.T) {
+	fault := []uint64{820, 820, 820, 820, 820, 820, 820, 820, 820, 820, 820, 820, 820, 820, 820}
+	r, w := ratioRun(fault)
+	r.ratioCheck("alone", w, 0.85)
+	require.False(t, r.res.Checks[0].Pass)
+
+	r, w = ratioRun(fault)
+	for range 15 {
+		r.tl.secs = append(r.tl.secs, second{ops: 900})
+	}
+	r.tl.window(30*time.Second, 45*time.Second, baselineAgain)
+	r.ratioCheck("with the phase after", w, 0.85)
+	require.True(t, r.res.Checks[0].Pass, r.res.Checks[0].Got)
+	require.Contains(t, r.res.Checks[0].Got, "vs 950 ops/s")
+}

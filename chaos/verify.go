@@ -36,6 +36,27 @@ func (r *run) windowOf(label string) (Window, bool) {
 	return Window{}, false
 }
 
+// baselineAgain labels a healthy phase between two faults of one
+// scenario, whose seconds count as baseline (see baselineRate).
+const baselineAgain = "baseline again"
+
+// slowLinkFloor is the least median second, against the baseline's, with
+// 250 ms or more added to the leader's links.
+const slowLinkFloor = 0.60
+
+// baselineRate returns the median bulk ops/s over the whole seconds of
+// the baseline and of every healthy phase between faults.
+func (r *run) baselineRate() float64 {
+	secs, _, wins := r.tl.snapshot()
+	var all []float64
+	for _, w := range wins {
+		if w.Label == "baseline" || w.Label == baselineAgain {
+			all = append(all, rates(secs, w.From, w.To)...)
+		}
+	}
+	return runlog.Median(all)
+}
+
 // throughput returns the median bulk ops/s over w's whole seconds.
 func (r *run) throughput(w Window) float64 {
 	secs, _, _ := r.tl.snapshot()
