@@ -118,6 +118,16 @@ func TestReplicatedLeaseReadNeedsNoLogEntry(t *testing.T) {
 	// itself; such a round, or one in which the term moved (an election
 	// appends an entry of its own), proves nothing and is tried again.
 	lease := replica.DefaultTiming().LeaseRead
+	// A new leader serves reads, and takes leases, only once its first
+	// barrier has applied, which it notes just after: a put that commits
+	// before then renews no lease. Wait until a read right after a put
+	// appends nothing, the leader's first lease read.
+	require.Eventually(t, func() bool {
+		send(wire.Op{Code: wire.OpPut, Key: "k0", Value: "v"})
+		before := lastIndex()
+		send(wire.Op{Code: wire.OpGet, Key: "k0"})
+		return lastIndex() == before
+	}, 10*time.Second, 50*time.Millisecond, "the leader never served a read from its lease")
 	rounds := 0
 	for try := 0; rounds < 3; try++ {
 		require.Less(t, try, 30, "only %d of %d rounds had reads within the lease", rounds, try)
