@@ -29,6 +29,10 @@ type shardFSM struct {
 	sessionTTL time.Duration
 
 	restores atomic.Uint64 // snapshots loaded by Restore
+
+	// scratch takes the results of entries without gets, which nobody
+	// reads; touched only by raft's FSM goroutine.
+	scratch []wire.Result
 }
 
 type storeBox struct{ store.Store }
@@ -85,7 +89,9 @@ func (f *shardFSM) Apply(l *raft.Log) any {
 		}
 		f.sessions[args.Session] = session{seq: args.Seq, last: now}
 	}
-	return applyResult{results: applyEntry(f.current(), args.Ops)}
+	var results []wire.Result
+	results, f.scratch = applyEntry(f.current(), args.Ops, f.scratch)
+	return applyResult{results: results}
 }
 
 func (f *shardFSM) expireSessions(now int64) {
@@ -100,18 +106,31 @@ func (f *shardFSM) expireSessions(now int64) {
 // applyEntry applies an entry's ops, which passed Op.Check, in order: its
 // writes, and the gets that ride on it, which read the store as the entry
 // finds it. It returns the results when the entry carries gets, and nil
-// when it carries only writes (whose results are always OK).
-func applyEntry(st store.Store, ops []wire.Op) []wire.Result {
-	results := make([]wire.Result, len(ops))
+// when it carries only writes (whose results are always OK), which it
+// writes into scratch, grown as needed and returned for the next entry.
+func applyEntry(st store.Store, ops []wire.Op, scratch []wire.Result) (results, nextScratch []wire.Result) {
+	hasGets := false
+	for i := range ops {
+		if ops[i].Code == wire.OpGet {
+			hasGets = true
+			break
+		}
+	}
+	if hasGets {
+		results = make([]wire.Result, len(ops))
+	} else {
+		if cap(scratch) < len(ops) {
+			scratch = make([]wire.Result, len(ops))
+		}
+		results = scratch[:len(ops)]
+	}
 	// The gets are few (one per key the entry writes, at most), and the
 	// entry's size bounds their values.
 	store.Apply(st, ops, results, &store.Values{Limit: math.MaxInt})
-	for i := range ops {
-		if ops[i].Code == wire.OpGet {
-			return results
-		}
+	if !hasGets {
+		return nil, scratch
 	}
-	return nil
+	return results, scratch
 }
 
 // current returns the shard's current store.
