@@ -42,7 +42,7 @@ type link struct{ at, from int }
 
 // planShard sorts a batch's ops (see shardPlan), answering the ones that
 // fail Op.Check in results at once. A get of a key the batch does not
-// write, nearly every get, costs a hash and one bit of writeSet's filter.
+// write, most gets, costs a fingerprint and one bit of writeSet's filter.
 func planShard(ops []wire.Op, results []wire.Result) *shardPlan {
 	p := &shardPlan{}
 	var written writeSet // the keys the batch writes
