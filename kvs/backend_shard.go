@@ -1,7 +1,6 @@
 package kvs
 
 import (
-	"encoding/binary"
 	"errors"
 	"time"
 
@@ -128,7 +127,7 @@ func (b *replicatedBackend) serveShard(g *replica.Group, args *wire.BatchArgs, r
 		b.serveReads(g, p, results, cl)
 		return
 	}
-	entry := wire.AppendBatchArgs(make([]byte, 0, entryBound(p.entry)), &wire.BatchArgs{Session: args.Session, Seq: args.Seq, Ops: p.entry})
+	entry := wire.AppendBatchArgs(make([]byte, 0, wire.BatchArgsBound(p.entry)), &wire.BatchArgs{Session: args.Session, Seq: args.Seq, Ops: p.entry})
 	w, err := g.Write(entry, replica.ApplyTimeout)
 	switch {
 	case errors.Is(err, replica.ErrNotLeader):
@@ -174,17 +173,6 @@ func (b *replicatedBackend) serveShard(g *replica.Group, args *wire.BatchArgs, r
 	if len(p.reads) > 0 {
 		b.serveReads(g, p, results, cl)
 	}
-}
-
-// entryBound bounds the bytes of a log entry holding ops, so that its
-// buffer is allocated once: a header of five numbers, then per op its
-// code, two lengths, its key and its value.
-func entryBound(ops []wire.Op) int {
-	n := 8 + 4*binary.MaxVarintLen64
-	for i := range ops {
-		n += 1 + 2*binary.MaxVarintLen64 + len(ops[i].Key) + len(ops[i].Value)
-	}
-	return n
 }
 
 // plantedOwner reports whether the bug planted by SetServeByMapForTest

@@ -3,10 +3,8 @@ package kvs
 import (
 	"fmt"
 	"maps"
-	"math"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -222,28 +220,5 @@ func BenchmarkPlanShard(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		planShard(batches[i%len(batches)], results)
-	}
-}
-
-// TestEntryBound: an entry's encoding fits the bound serveShard sizes
-// its buffer by, for gets, puts and deletes with keys and values of
-// every length class.
-func TestEntryBound(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	for range 200 {
-		ops := make([]wire.Op, rng.IntN(50))
-		for i := range ops {
-			key := strings.Repeat("k", rng.IntN(300))
-			switch rng.IntN(3) {
-			case 0:
-				ops[i] = wire.Op{Code: wire.OpGet, Key: key}
-			case 1:
-				ops[i] = wire.Op{Code: wire.OpPut, Key: key, Value: strings.Repeat("v", rng.IntN(20000))}
-			default:
-				ops[i] = wire.Op{Code: wire.OpDelete, Key: key}
-			}
-		}
-		args := &wire.BatchArgs{RingID: math.MaxUint64, Shard: math.MaxInt32, Session: math.MaxUint64, Seq: math.MaxUint64, Ops: ops}
-		require.LessOrEqual(t, len(wire.AppendBatchArgs(nil, args)), entryBound(ops))
 	}
 }

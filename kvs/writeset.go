@@ -44,7 +44,7 @@ func fingerprint(key string) uint64 {
 		}
 	}
 	x := (a ^ b<<1 ^ uint64(n)) * 0x9e3779b97f4a7c15
-	return x ^ x>>32*0x9e3779b97f4a7c15
+	return x ^ (x>>32)*0x9e3779b97f4a7c15
 }
 
 // load64 returns the first 8 bytes of s, little-endian.

@@ -20,6 +20,18 @@ import (
 // ErrMalformed is returned (wrapped) when bytes do not decode as a batch.
 var ErrMalformed = errors.New("wire: malformed batch")
 
+// BatchArgsBound returns at least the bytes AppendBatchArgs appends for a
+// batch of ops, whatever its header: a buffer of this capacity is never
+// grown: the header's ring ID and four varints, then per op its code, two
+// lengths, its key and its value.
+func BatchArgsBound(ops []Op) int {
+	n := 8 + 4*binary.MaxVarintLen64
+	for i := range ops {
+		n += 1 + 2*binary.MaxVarintLen64 + len(ops[i].Key) + len(ops[i].Value)
+	}
+	return n
+}
+
 // AppendBatchArgs appends the encoding of a to dst and returns the result.
 func AppendBatchArgs(dst []byte, a *BatchArgs) []byte {
 	dst = binary.LittleEndian.AppendUint64(dst, a.RingID)

@@ -2,6 +2,8 @@ package wire
 
 import (
 	"errors"
+	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -113,4 +115,26 @@ func FuzzDecodeBatchReply(f *testing.F) {
 		require.NoError(t, DecodeBatchReply(AppendBatchReply(nil, &r), &again))
 		require.Equal(t, r, again)
 	})
+}
+
+// TestBatchArgsBound: a batch's encoding fits BatchArgsBound, for gets,
+// puts and deletes with keys and values of every length class.
+func TestBatchArgsBound(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 200 {
+		ops := make([]Op, rng.IntN(50))
+		for i := range ops {
+			key := strings.Repeat("k", rng.IntN(300))
+			switch rng.IntN(3) {
+			case 0:
+				ops[i] = Op{Code: OpGet, Key: key}
+			case 1:
+				ops[i] = Op{Code: OpPut, Key: key, Value: strings.Repeat("v", rng.IntN(20000))}
+			default:
+				ops[i] = Op{Code: OpDelete, Key: key}
+			}
+		}
+		args := &BatchArgs{RingID: math.MaxUint64, Shard: math.MaxInt32, Session: math.MaxUint64, Seq: math.MaxUint64, Ops: ops}
+		require.LessOrEqual(t, len(AppendBatchArgs(nil, args)), BatchArgsBound(ops))
+	}
 }

@@ -3,14 +3,14 @@ package replica
 import (
 	"bytes"
 	"path/filepath"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/bbolt"
+
+	"github.com/batchkv/batchkv/internal/procstat"
 )
 
 // entryData returns an entry's data of n bytes, different for each index.
@@ -95,7 +95,7 @@ func BenchmarkLogStore(b *testing.B) {
 			require.NoError(b, err)
 			defer func() { _ = s.Close() }()
 			data := entryData(0, 30_000)
-			cpu0 := cpuTime()
+			cpu0 := procstat.Read().CPU
 			b.ResetTimer()
 			for i := uint64(1); i <= uint64(b.N); i += 6 {
 				logs := make([]*raft.Log, 6)
@@ -110,14 +110,7 @@ func BenchmarkLogStore(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-us/entry")
+			b.ReportMetric(float64((procstat.Read().CPU-cpu0).Microseconds())/float64(b.N), "cpu-us/entry")
 		})
 	}
-}
-
-// cpuTime returns the process's CPU time so far, user and system.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
