@@ -108,6 +108,9 @@ type Config struct {
 	// NoSync skips fsync of the Raft log: an acknowledged write may be lost
 	// if a majority of a shard's machines lose power. For experiments only.
 	NoSync bool
+	// RaftLog is how each shard keeps its Raft log in DataDir; "" means
+	// replica.LogWAL.
+	RaftLog replica.LogFormat
 	// Raft sets the Raft timeouts and failover delays; zero means
 	// replica.DefaultTiming().
 	Raft replica.Timing

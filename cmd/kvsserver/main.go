@@ -67,6 +67,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	dataDir := fs.String("data-dir", "", "directory of the Raft logs and snapshots; makes the server durable (default with -rf > 1: kvsdata/<host_port>)")
 	raftVia := fs.String("raft-via", "", "comma-separated peer=proxy pairs: dial a peer's Raft traffic through proxy host:port instead (fault experiments)")
 	noSync := fs.Bool("unsafe-nosync", false, "do not fsync the Raft log (experiments only: an acknowledged write may be lost on power failure)")
+	raftLog := fs.String("raft-log", string(replica.LogWAL), "how each shard keeps its Raft log in -data-dir: wal (segment files, one fsync per append) or bolt (a BoltDB file); a data dir keeps the format it was made with")
 	timing := replica.DefaultTiming()
 	fs.DurationVar(&timing.HeartbeatTimeout, "raft-heartbeat", timing.HeartbeatTimeout, "Raft heartbeat timeout: a follower that hears nothing from its leader this long calls an election")
 	fs.DurationVar(&timing.ElectionTimeout, "raft-election", timing.ElectionTimeout, "Raft election timeout of a candidate")
@@ -90,12 +91,16 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	logFormat, err := replica.ParseLogFormat(*raftLog)
+	if err != nil {
+		return fmt.Errorf("-raft-log: %w", err)
+	}
 	st, ok := store.New(*storeName)
 	if !ok {
 		return fmt.Errorf("-store %q: want one of %v", *storeName, store.Kinds)
 	}
 	cfg := kvs.Config{VirtualNodes: *vnodes, FrameTimeout: *frameTimeout, Logger: log, Store: st,
-		Replicas: *rf, Shards: *shards, DataDir: *dataDir, InMemory: *inMemory, NoSync: *noSync, Raft: timing, ReadMode: *readMode, Identity: id, Limits: lim}
+		Replicas: *rf, Shards: *shards, DataDir: *dataDir, InMemory: *inMemory, NoSync: *noSync, RaftLog: logFormat, Raft: timing, ReadMode: *readMode, Identity: id, Limits: lim}
 	if *raftVia != "" {
 		via, err := parseVia(*raftVia)
 		if err != nil {

@@ -3,18 +3,14 @@ package replica
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	"go.etcd.io/bbolt"
 
 	"github.com/batchkv/batchkv/kvs/replica/failover"
 	"github.com/batchkv/batchkv/kvs/store"
@@ -146,6 +142,7 @@ type groupConfig struct {
 	join      bool
 	dir       string
 	noSync    bool
+	logFormat LogFormat
 	timing    Timing
 	dial      DialFunc
 	peerStat  StatusFunc
@@ -153,13 +150,6 @@ type groupConfig struct {
 	sessionTT time.Duration
 	leases    bool
 	log       *slog.Logger
-}
-
-// raftStore is where a replica keeps its Raft log and its term and vote:
-// a BoltDB file, or memory for a replica without a data dir.
-type raftStore interface {
-	raft.LogStore
-	raft.StableStore
 }
 
 // openStores returns the replica's log and snapshot stores: files in
@@ -171,29 +161,16 @@ func openStores(gc groupConfig, hlog hclog.Logger) (raftStore, raft.SnapshotStor
 	if err := os.MkdirAll(gc.dir, dataDirMode); err != nil {
 		return nil, nil, fmt.Errorf("replica: shard %d data dir: %w", gc.shard, err)
 	}
-	logs, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(gc.dir, "raft.db"), NoSync: gc.noSync, BoltOptions: boltOptions()})
+	logs, err := openLogStore(gc.dir, gc.logFormat, gc.noSync, hlog)
 	if err != nil {
 		return nil, nil, fmt.Errorf("replica: shard %d log: %w", gc.shard, err)
 	}
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(gc.dir, snapshotsRetained, hlog)
 	if err != nil {
-		_ = logs.Close()
+		_ = closeLogStore(logs)
 		return nil, nil, fmt.Errorf("replica: shard %d snapshots: %w", gc.shard, err)
 	}
 	return logs, snaps, nil
-}
-
-// boltOptions are the options of a replica's BoltDB log. The log's pages
-// churn: every entry is appended, then deleted once a snapshot covers it,
-// so the file holds many free pages, and BoltDB by default writes the
-// whole list of them at every commit. With NoFreelistSync it writes none
-// and rebuilds the list by scanning the file when it opens; the map
-// freelist finds runs of free pages without sorting the list.
-// BenchmarkLogStore measures the difference (about a quarter of the log's
-// CPU per entry). Entries are as durable either way: a commit still syncs
-// its pages and then its meta page.
-func boltOptions() *bbolt.Options {
-	return &bbolt.Options{NoFreelistSync: true, FreelistType: bbolt.FreelistMapType}
 }
 
 func openGroup(gc groupConfig) (g *Group, err error) {
@@ -514,10 +491,5 @@ func (g *Group) close() error {
 	return err
 }
 
-// closeLogs closes the log store if it is a file.
-func (g *Group) closeLogs() error {
-	if c, ok := g.logs.(io.Closer); ok {
-		return c.Close()
-	}
-	return nil
-}
+// closeLogs closes the log store if it holds files.
+func (g *Group) closeLogs() error { return closeLogStore(g.logs) }

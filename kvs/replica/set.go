@@ -54,6 +54,10 @@ type Config struct {
 	// NoSync skips fsync of the Raft log: an acknowledged write may be lost
 	// if a majority of a shard's machines lose power. For experiments only.
 	NoSync bool
+	// LogFormat is how each shard keeps its Raft log in DataDir; "" means
+	// LogWAL. A shard whose dir holds a log in another format does not
+	// open.
+	LogFormat LogFormat
 	// Timing sets the Raft timeouts and the failover delays.
 	Timing Timing
 	// SessionTTL is how long a shard remembers a client session; zero
@@ -252,7 +256,7 @@ func (s *Set) openLocked(sh int, replicas []string, join bool) error {
 	}
 	g, err := openGroup(groupConfig{
 		shard: sh, self: c.Self, replicas: replicas, join: join, dir: dir,
-		noSync: c.NoSync, timing: c.Timing, dial: c.Dial, peerStat: c.PeerStatus,
+		noSync: c.NoSync, logFormat: c.LogFormat, timing: c.Timing, dial: c.Dial, peerStat: c.PeerStatus,
 		newStore: c.NewStore, sessionTT: c.SessionTTL, leases: c.LeaseReads, log: c.Logger,
 	})
 	if err != nil {
