@@ -87,9 +87,9 @@ func formatOnDisk(dir string) (LogFormat, error) {
 }
 
 // openLogStore opens the Raft log of the shard whose data dir is dir, in
-// format ("" is LogWAL), creating it if dir holds none. A dir that holds a log in the
-// other format is an error, and is left as it was: the server must be
-// started with that format (or the dir moved away).
+// format ("" is LogWAL), creating it if dir holds none. A dir that holds
+// a log in the other format is an error, and is left as it was: the
+// server must be started with that format (or the dir moved away).
 func openLogStore(dir string, format LogFormat, noSync bool, hlog hclog.Logger) (raftStore, error) {
 	if format == "" {
 		format = LogWAL
