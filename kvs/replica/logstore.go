@@ -91,8 +91,9 @@ func formatOnDisk(dir string) (LogFormat, error) {
 // a log in the other format is an error, and is left as it was: the
 // server must be started with that format (or the dir moved away).
 func openLogStore(dir string, format LogFormat, noSync bool, hlog hclog.Logger) (raftStore, error) {
-	if format == "" {
-		format = LogWAL
+	format, err := ParseLogFormat(string(format))
+	if err != nil {
+		return nil, err
 	}
 	had, err := formatOnDisk(dir)
 	if err != nil {
@@ -101,22 +102,19 @@ func openLogStore(dir string, format LogFormat, noSync bool, hlog hclog.Logger) 
 	if had != "" && had != format {
 		return nil, fmt.Errorf("%s holds a %s Raft log, not %s: start the server with -raft-log %s", dir, had, format, had)
 	}
-	switch format {
-	case LogBolt:
+	if format == LogBolt {
 		return raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, boltLogName), NoSync: noSync, BoltOptions: boltOptions()})
-	case LogWAL:
-		walDir := filepath.Join(dir, walDirName)
-		if err := os.MkdirAll(walDir, dataDirMode); err != nil {
-			return nil, err
-		}
-		var vfs types.VFS = walfs.New()
-		if noSync {
-			vfs = noSyncFS{vfs}
-		}
-		return wal.Open(walDir, wal.WithLogger(hlog.Named("wal")), wal.WithSegmentSize(walSegmentSize),
-			wal.WithSegmentFiler(segment.NewFiler(walDir, vfs)))
 	}
-	return nil, fmt.Errorf("raft log format %q: want one of %v", format, LogFormats)
+	walDir := filepath.Join(dir, walDirName)
+	if err := os.MkdirAll(walDir, dataDirMode); err != nil {
+		return nil, err
+	}
+	var vfs types.VFS = walfs.New()
+	if noSync {
+		vfs = noSyncFS{vfs}
+	}
+	return wal.Open(walDir, wal.WithLogger(hlog.Named("wal")), wal.WithSegmentSize(walSegmentSize),
+		wal.WithSegmentFiler(segment.NewFiler(walDir, vfs)))
 }
 
 // closeLogStore closes a log store that holds files.
