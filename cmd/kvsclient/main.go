@@ -230,6 +230,30 @@ func preload(ctx context.Context, cl *client.Client, o *options) error {
 
 // quantiles formats a latency histogram as the "batch latency" lines give
 // it: p50 D p99 D p99.9 D p99.99 D max D (N batches).
+// secondLatency collects the latencies of the batches that end within
+// one second, from every goroutine of the load.
+type secondLatency struct {
+	mu sync.Mutex
+	h  latency.Histogram
+}
+
+// record adds the latency of a batch that has just ended.
+func (s *secondLatency) record(d time.Duration) {
+	s.mu.Lock()
+	s.h.Record(d)
+	s.mu.Unlock()
+}
+
+// take returns the latencies recorded since the last take, and starts
+// afresh.
+func (s *secondLatency) take() latency.Histogram {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := s.h
+	s.h = latency.Histogram{}
+	return h
+}
+
 func quantiles(h *latency.Histogram) string {
 	return fmt.Sprintf("p50 %v p99 %v p99.9 %v p99.99 %v max %v (%d batches)",
 		h.Quantile(0.5), h.Quantile(0.99), h.Quantile(0.999), h.Quantile(0.9999), h.Max(), h.Count())
@@ -247,6 +271,10 @@ func measure(ctx context.Context, cl *client.Client, o *options, stdout io.Write
 	// hists[i] holds goroutine i's batches, warm[i] those of them that
 	// started after the warm-up.
 	hists, warm := make([]latency.Histogram, o.numClients), make([]latency.Histogram, o.numClients)
+	// thisSecond holds the batches that ended since the last per-second
+	// line, which prints their latency so that a run's tail can be placed
+	// in time.
+	var thisSecond secondLatency
 	var firstErr atomic.Pointer[error]
 	var wg sync.WaitGroup
 	start, startProc := time.Now(), procstat.Read()
@@ -283,6 +311,7 @@ func measure(ctx context.Context, cl *client.Client, o *options, stdout io.Write
 				}
 				took := time.Since(t0)
 				hists[i].Record(took)
+				thisSecond.record(took)
 				if t0.After(warmEnd) {
 					warm[i].Record(took)
 				}
@@ -307,6 +336,10 @@ loop:
 			fmt.Fprintf(stdout, "client ops/s %.2f\nutil cpu%% %.1f rss_mib %.1f rx_mib/s %.2f tx_mib/s %.2f unix_ms %d\n",
 				float64(n-last)/secs, procstat.CPUPercent(lastProc, p), float64(p.RSS)/mib,
 				float64(nt.Received-lastNet.Received)/secs/mib, float64(nt.Sent-lastNet.Sent)/secs/mib, p.At.UnixMilli())
+			if h := thisSecond.take(); h.Count() > 0 {
+				fmt.Fprintf(stdout, "client second_latency p50 %v p99 %v max %v (%d batches)\n",
+					h.Quantile(0.5), h.Quantile(0.99), h.Max(), h.Count())
+			}
 			last, lastProc, lastNet = n, p, nt
 		}
 	}
