@@ -228,8 +228,6 @@ func preload(ctx context.Context, cl *client.Client, o *options) error {
 	return g.Wait()
 }
 
-// quantiles formats a latency histogram as the "batch latency" lines give
-// it: p50 D p99 D p99.9 D p99.99 D max D (N batches).
 // secondLatency collects the latencies of the batches that end within
 // one second, from every goroutine of the load.
 type secondLatency struct {
@@ -254,6 +252,8 @@ func (s *secondLatency) take() latency.Histogram {
 	return h
 }
 
+// quantiles formats a latency histogram as the "batch latency" lines give
+// it: p50 D p99 D p99.9 D p99.99 D max D (N batches).
 func quantiles(h *latency.Histogram) string {
 	return fmt.Sprintf("p50 %v p99 %v p99.9 %v p99.99 %v max %v (%d batches)",
 		h.Quantile(0.5), h.Quantile(0.99), h.Quantile(0.999), h.Quantile(0.9999), h.Max(), h.Count())
