@@ -228,8 +228,9 @@ func preload(ctx context.Context, cl *client.Client, o *options) error {
 	return g.Wait()
 }
 
-// secondLatency collects the latencies of the batches that end within
-// one second, from every goroutine of the load.
+// secondLatency collects the latencies of one goroutine's batches that
+// end within one second. Each goroutine has its own, so that its lock is
+// only ever contended by the once-a-second drain.
 type secondLatency struct {
 	mu sync.Mutex
 	h  latency.Histogram
@@ -242,14 +243,13 @@ func (s *secondLatency) record(d time.Duration) {
 	s.mu.Unlock()
 }
 
-// take returns the latencies recorded since the last take, and starts
-// afresh.
-func (s *secondLatency) take() latency.Histogram {
+// drainInto adds the latencies recorded since the last drain to h, and
+// starts afresh.
+func (s *secondLatency) drainInto(h *latency.Histogram) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	h := s.h
+	h.Merge(&s.h)
 	s.h = latency.Histogram{}
-	return h
+	s.mu.Unlock()
 }
 
 // quantiles formats a latency histogram as the "batch latency" lines give
@@ -271,10 +271,10 @@ func measure(ctx context.Context, cl *client.Client, o *options, stdout io.Write
 	// hists[i] holds goroutine i's batches, warm[i] those of them that
 	// started after the warm-up.
 	hists, warm := make([]latency.Histogram, o.numClients), make([]latency.Histogram, o.numClients)
-	// thisSecond holds the batches that ended since the last per-second
-	// line, which prints their latency so that a run's tail can be placed
-	// in time.
-	var thisSecond secondLatency
+	// thisSecond[i] holds goroutine i's batches that ended since the last
+	// per-second line, which prints their latency so that a run's tail
+	// can be placed in time.
+	thisSecond := make([]secondLatency, o.numClients)
 	var firstErr atomic.Pointer[error]
 	var wg sync.WaitGroup
 	start, startProc := time.Now(), procstat.Read()
@@ -311,7 +311,7 @@ func measure(ctx context.Context, cl *client.Client, o *options, stdout io.Write
 				}
 				took := time.Since(t0)
 				hists[i].Record(took)
-				thisSecond.record(took)
+				thisSecond[i].record(took)
 				if t0.After(warmEnd) {
 					warm[i].Record(took)
 				}
@@ -336,10 +336,14 @@ loop:
 			fmt.Fprintf(stdout, "client ops/s %.2f\nutil cpu%% %.1f rss_mib %.1f rx_mib/s %.2f tx_mib/s %.2f unix_ms %d\n",
 				float64(n-last)/secs, procstat.CPUPercent(lastProc, p), float64(p.RSS)/mib,
 				float64(nt.Received-lastNet.Received)/secs/mib, float64(nt.Sent-lastNet.Sent)/secs/mib, p.At.UnixMilli())
-			if h := thisSecond.take(); h.Count() > 0 {
-				fmt.Fprintf(stdout, "client second_latency p50 %v p99 %v max %v (%d batches)\n",
-					h.Quantile(0.5), h.Quantile(0.99), h.Max(), h.Count())
+			// Printed also when no batch ended: "(0 batches)", with zeros,
+			// is what a stalled second looks like.
+			var h latency.Histogram
+			for i := range thisSecond {
+				thisSecond[i].drainInto(&h)
 			}
+			fmt.Fprintf(stdout, "client second_latency p50 %v p99 %v max %v (%d batches)\n",
+				h.Quantile(0.5), h.Quantile(0.99), h.Max(), h.Count())
 			last, lastProc, lastNet = n, p, nt
 		}
 	}

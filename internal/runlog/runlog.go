@@ -9,9 +9,11 @@
 //	ops/s 3000000.00
 //	util cpu% 95.1 rss_mib 812.4 rx_mib/s 35.2 tx_mib/s 410.7 unix_ms 1763700000123
 //
-// and a client "client ops/s N" followed by the same util line; at the end
-// a client prints its configuration line, "throughput", "batch latency" and
-// "client cpu_s/Mops" lines (see cmd/kvsclient).
+// and a client "client ops/s N" followed by the same util line and a
+// "client second_latency" line (that second's batch latency, which this
+// package does not read); at the end a client prints its configuration
+// line, "throughput", "batch latency" and "client cpu_s/Mops" lines (see
+// cmd/kvsclient).
 package runlog
 
 import (
