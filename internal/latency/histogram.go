@@ -1,7 +1,7 @@
 // Package latency records durations in a fixed-size log-linear histogram
 // and reads percentiles off it: 16 sub-buckets per power of two, so a
-// percentile is exact to within about 6%, in 8 KiB per histogram (1,024 counters) whatever
-// the number of samples.
+// percentile is exact to within about 6%, in 8 KiB per histogram (1,024
+// counters) whatever the number of samples.
 //
 // A Histogram is not safe for concurrent use: give each goroutine its own
 // and Merge them.
