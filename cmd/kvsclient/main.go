@@ -268,13 +268,12 @@ func measure(ctx context.Context, cl *client.Client, o *options, stdout io.Write
 		check = startCheck(cl, o, ctx.Done())
 	}
 	var done, failed atomic.Uint64
-	// hists[i] holds goroutine i's batches, warm[i] those of them that
-	// started after the warm-up.
-	hists, warm := make([]latency.Histogram, o.numClients), make([]latency.Histogram, o.numClients)
 	// thisSecond[i] holds goroutine i's batches that ended since the last
 	// per-second line, which prints their latency so that a run's tail
-	// can be placed in time.
-	thisSecond := make([]secondLatency, o.numClients)
+	// can be placed in time; all gathers the seconds, for the run's line.
+	// warm[i] holds goroutine i's batches that started after the warm-up.
+	thisSecond, warm := make([]secondLatency, o.numClients), make([]latency.Histogram, o.numClients)
+	var all latency.Histogram
 	var firstErr atomic.Pointer[error]
 	var wg sync.WaitGroup
 	start, startProc := time.Now(), procstat.Read()
@@ -310,7 +309,6 @@ func measure(ctx context.Context, cl *client.Client, o *options, stdout io.Write
 					continue
 				}
 				took := time.Since(t0)
-				hists[i].Record(took)
 				thisSecond[i].record(took)
 				if t0.After(warmEnd) {
 					warm[i].Record(took)
@@ -344,14 +342,15 @@ loop:
 			}
 			fmt.Fprintf(stdout, "client second_latency p50 %v p99 %v max %v (%d batches)\n",
 				h.Quantile(0.5), h.Quantile(0.99), h.Max(), h.Count())
+			all.Merge(&h)
 			last, lastProc, lastNet = n, p, nt
 		}
 	}
 	tick.Stop()
 	elapsed := time.Since(start).Seconds()
-	var all, steady latency.Histogram
-	for i := range hists {
-		all.Merge(&hists[i])
+	var steady latency.Histogram
+	for i := range thisSecond {
+		thisSecond[i].drainInto(&all) // the batches that ended after the last second's line
 		steady.Merge(&warm[i])
 	}
 	proc := procstat.Read()
