@@ -32,11 +32,27 @@ type applier struct {
 }
 
 // apply applies ops to st, in order, writing their results. The values
-// read are copied into a store.Values, which the results' values alias; they are charged to cl (nil: charged to nothing) until its reply
-// is written.
+// read are copied into a store.Values, which the results' values alias;
+// they are charged to cl (nil: charged to nothing) until its reply is
+// written.
 func (a *applier) apply(st store.Store, ops []wire.Op, results []wire.Result, cl *call) {
+	a.applyAt(st, ops, nil, results, cl)
+}
+
+// applyAt is apply of the ops whose indexes at lists (every op for a nil
+// at), each writing its result at its own index in results (see
+// store.ApplyAt).
+func (a *applier) applyAt(st store.Store, ops []wire.Op, at []int32, results []wire.Result, cl *call) {
 	var gets, puts, dels, rejected uint64
-	for i := range ops {
+	n := len(ops)
+	if at != nil {
+		n = len(at)
+	}
+	for j := range n {
+		i := j
+		if at != nil {
+			i = int(at[j])
+		}
 		switch {
 		case ops[i].Check() != wire.StatusOK:
 			rejected++
@@ -52,7 +68,7 @@ func (a *applier) apply(st store.Store, ops []wire.Op, results []wire.Result, cl
 		a.admit(cl)
 	}
 	vals := &store.Values{Limit: maxReplyValues, Hint: a.valueBufSize(gets)}
-	store.Apply(st, ops, results, vals)
+	store.ApplyAt(st, ops, at, results, vals)
 	if gets > 0 {
 		if a.slots != nil {
 			<-a.slots

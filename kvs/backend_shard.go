@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/batchkv/batchkv/kvs/replica"
+	"github.com/batchkv/batchkv/kvs/store"
 	"github.com/batchkv/batchkv/wire"
 )
 
@@ -20,11 +21,11 @@ type shardPlan struct {
 	// writeAt[j] is the index in ops of entry op j (writes and riding gets
 	// alike).
 	writeAt []int
-	// reads are the gets of keys the batch does not write, served from
-	// the store after the entry is applied (or after a read barrier when
-	// the batch writes nothing); readAt[j] is the index in ops of reads[j].
-	reads  []wire.Op
-	readAt []int
+	// readAt holds the indexes in ops of the gets of keys the batch does
+	// not write, in order: they are read from the store, in place, after
+	// the entry is applied (or after a read barrier when the batch writes
+	// nothing).
+	readAt []int32
 	// riding links each get that reads a key before the batch writes it
 	// to the entry index of its key's riding get.
 	riding []link
@@ -50,7 +51,7 @@ func planShard(ops []wire.Op, results []wire.Result) *shardPlan {
 			written.add(ops[i].Key)
 		}
 	}
-	p.readAt = make([]int, 0, len(ops)-written.writes)
+	p.readAt = make([]int32, 0, len(ops)-written.writes)
 	for i := range ops {
 		op := &ops[i]
 		if st := op.Check(); st != wire.StatusOK {
@@ -62,7 +63,7 @@ func planShard(ops []wire.Op, results []wire.Result) *shardPlan {
 		if op.Code == wire.OpGet {
 			switch {
 			case w == nil:
-				p.readAt = append(p.readAt, i)
+				p.readAt = append(p.readAt, int32(i))
 			case w.last >= 0:
 				p.shadow = append(p.shadow, link{at: i, from: w.last})
 			default:
@@ -85,16 +86,6 @@ func planShard(ops []wire.Op, results []wire.Result) *shardPlan {
 			p.dels++
 		}
 	}
-	// The free gets, in order: the ops themselves when every op is one
-	// (a batch that only reads, the common case), so they are not copied.
-	if len(p.readAt) == len(ops) {
-		p.reads = ops
-	} else if len(p.readAt) > 0 {
-		p.reads = make([]wire.Op, len(p.readAt))
-		for j, i := range p.readAt {
-			p.reads[j] = ops[i]
-		}
-	}
 	return p
 }
 
@@ -111,7 +102,7 @@ func (b *replicatedBackend) serveShard(g *replica.Group, args *wire.BatchArgs, r
 	p := planShard(ops, results)
 	b.stats.add(&b.stats.Rejected, p.rejected)
 	if len(p.entry) == 0 {
-		if len(p.reads) == 0 {
+		if len(p.readAt) == 0 {
 			return
 		}
 		// Within a leader's lease (lease reads on) no barrier is needed.
@@ -124,7 +115,7 @@ func (b *replicatedBackend) serveShard(g *replica.Group, args *wire.BatchArgs, r
 				return
 			}
 		}
-		b.serveReads(g, p, results, cl)
+		b.serveReads(g.Store(), ops, p, results, cl)
 		return
 	}
 	entry := wire.AppendBatchArgs(make([]byte, 0, wire.BatchArgsBound(p.entry)), &wire.BatchArgs{Session: args.Session, Seq: args.Seq, Ops: p.entry})
@@ -170,8 +161,8 @@ func (b *replicatedBackend) serveShard(g *replica.Group, args *wire.BatchArgs, r
 		gets++
 	}
 	b.stats.add(&b.stats.Gets, gets)
-	if len(p.reads) > 0 {
-		b.serveReads(g, p, results, cl)
+	if len(p.readAt) > 0 {
+		b.serveReads(g.Store(), ops, p, results, cl)
 	}
 }
 
@@ -197,18 +188,14 @@ func leaderAfter(g *replica.Group, err error) string {
 	return g.LeaderHint()
 }
 
-// serveReads reads the plan's free gets from the store into results.
-func (b *replicatedBackend) serveReads(g *replica.Group, p *shardPlan, results []wire.Result, cl *call) {
-	if len(p.reads) == len(results) {
-		// Only reads, the common case: no copy.
-		b.apply.apply(g.Store(), p.reads, results, cl)
-		return
+// serveReads reads the plan's free gets of ops from st, the shard's
+// store, into their places in results.
+func (b *replicatedBackend) serveReads(st store.Store, ops []wire.Op, p *shardPlan, results []wire.Result, cl *call) {
+	at := p.readAt
+	if len(at) == len(ops) {
+		at = nil // only reads, the common case: all of ops
 	}
-	sub := make([]wire.Result, len(p.reads))
-	b.apply.apply(g.Store(), p.reads, sub, cl)
-	for j, i := range p.readAt {
-		results[i] = sub[j]
-	}
+	b.apply.applyAt(st, ops, at, results, cl)
 }
 
 // answerAll answers every op that passed Op.Check of a batch that was not

@@ -15,12 +15,29 @@ import (
 // A store with a Batcher applies a batch of valid ops in one call; any
 // other store, or a batch with an invalid op, is applied op by op.
 func Apply(s Store, ops []wire.Op, results []wire.Result, vals *Values) {
-	if b, ok := s.(Batcher); ok && allValid(ops) {
-		b.ApplyBatch(ops, results, vals)
+	ApplyAt(s, ops, nil, results, vals)
+}
+
+// ApplyAt is Apply of some of ops: those whose indexes at lists, in the
+// order at lists them, each writing its result at its own index in
+// results; the other ops and results are left alone. A nil at means every
+// op. It saves a caller that serves part of a batch from copying that part
+// out and its results back.
+func ApplyAt(s Store, ops []wire.Op, at []int32, results []wire.Result, vals *Values) {
+	if b, ok := s.(Batcher); ok && allValid(ops, at) {
+		b.ApplyBatchAt(ops, at, results, vals)
 		return
 	}
 	var buf []byte
-	for i := range ops {
+	n := len(ops)
+	if at != nil {
+		n = len(at)
+	}
+	for j := range n {
+		i := j
+		if at != nil {
+			i = int(at[j])
+		}
 		op := &ops[i]
 		if st := op.Check(); st != wire.StatusOK {
 			results[i] = wire.Result{Status: st}
@@ -46,8 +63,18 @@ func Apply(s Store, ops []wire.Op, results []wire.Result, vals *Values) {
 	}
 }
 
-func allValid(ops []wire.Op) bool {
-	for i := range ops {
+// allValid reports whether every op of ops that at lists (every op, for a
+// nil at) passes wire.Op.Check.
+func allValid(ops []wire.Op, at []int32) bool {
+	if at == nil {
+		for i := range ops {
+			if ops[i].Check() != wire.StatusOK {
+				return false
+			}
+		}
+		return true
+	}
+	for _, i := range at {
 		if ops[i].Check() != wire.StatusOK {
 			return false
 		}

@@ -18,6 +18,11 @@ type Batcher interface {
 	// get whose value vals refuses (over its Limit) answers
 	// wire.StatusTooLarge instead.
 	ApplyBatch(ops []wire.Op, results []wire.Result, vals *Values)
+	// ApplyBatchAt is ApplyBatch of the ops whose indexes at lists (all of
+	// them for a nil at), each writing its result at its own index; the
+	// other ops and results are left alone. Every op at lists has passed
+	// wire.Op.Check.
+	ApplyBatchAt(ops []wire.Op, at []int32, results []wire.Result, vals *Values)
 }
 
 // lookahead is how many ops of one shard ApplyBatch starts fetching from
@@ -33,6 +38,11 @@ type batchScratch struct {
 var batchScratchPool = sync.Pool{New: func() any { return new(batchScratch) }}
 
 // ApplyBatch implements Batcher.
+func (s *Arena) ApplyBatch(ops []wire.Op, results []wire.Result, vals *Values) {
+	s.ApplyBatchAt(ops, nil, results, vals)
+}
+
+// ApplyBatchAt implements Batcher.
 //
 // A lookup over millions of keys is two cache misses (its slot, then its
 // record), and done one op at a time they are paid one after the other: a
@@ -42,20 +52,31 @@ var batchScratchPool = sync.Pool{New: func() any { return new(batchScratch) }}
 // all of its ops, and walks them in groups: first it touches the slots and
 // records of a group, so that their misses overlap, then it applies the
 // group's ops, whose data is by then in the cache.
-func (s *Arena) ApplyBatch(ops []wire.Op, results []wire.Result, vals *Values) {
+func (s *Arena) ApplyBatchAt(ops []wire.Op, at []int32, results []wire.Result, vals *Values) {
+	n := len(ops)
+	if at != nil {
+		n = len(at)
+	}
 	sc := batchScratchPool.Get().(*batchScratch)
 	defer batchScratchPool.Put(sc)
+	// hashes is indexed by op index, order holds op indexes.
 	if cap(sc.hash) < len(ops) {
 		sc.hash = make([]uint64, len(ops))
-		sc.order = make([]int32, len(ops))
 	}
-	hashes, order := sc.hash[:len(ops)], sc.order[:len(ops)]
+	if cap(sc.order) < n {
+		sc.order = make([]int32, n)
+	}
+	hashes, order := sc.hash[:len(ops)], sc.order[:n]
 
 	// Counting sort by shard. start[sh] ends up as the first position of
 	// shard sh's ops in order.
 	var start [arenaShards + 1]int32
 	var writes [arenaShards]bool
-	for i := range ops {
+	for j := range n {
+		i := j
+		if at != nil {
+			i = int(at[j])
+		}
 		h := maphash.String(s.seed, ops[i].Key)
 		hashes[i] = h
 		sh := h >> (64 - arenaShardBits)
@@ -68,7 +89,11 @@ func (s *Arena) ApplyBatch(ops []wire.Op, results []wire.Result, vals *Values) {
 		start[sh] += start[sh-1]
 	}
 	next := start
-	for i := range ops {
+	for j := range n {
+		i := j
+		if at != nil {
+			i = int(at[j])
+		}
 		sh := hashes[i] >> (64 - arenaShardBits)
 		order[next[sh]] = int32(i)
 		next[sh]++
