@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"unsafe"
 )
 
 // Binary body encoding (all integers little endian, lengths as uvarints):
@@ -169,9 +170,25 @@ var ErrTooManyOps = errors.New("wire: too many ops in batch")
 
 // DecodeBatchArgs decodes body into a. Op codes, keys and values are not
 // validated here (see Op.Check), only the framing. On error, a is left in an
-// unspecified state.
+// unspecified state. The ops' keys and values share one copy of body.
 func DecodeBatchArgs(body []byte, a *BatchArgs) error {
-	r := reader{s: string(body)}
+	return decodeBatchArgs(string(body), a)
+}
+
+// DecodeBatchArgsAliasing is DecodeBatchArgs without the copy: the ops'
+// keys and values alias body, whose bytes must not change while any of
+// them is in use. A replica's state machine decodes its log entries so,
+// since nothing changes an entry once it is in the log and the store
+// copies what it keeps.
+func DecodeBatchArgsAliasing(body []byte, a *BatchArgs) error {
+	if len(body) == 0 {
+		return decodeBatchArgs("", a)
+	}
+	return decodeBatchArgs(unsafe.String(&body[0], len(body)), a)
+}
+
+func decodeBatchArgs(body string, a *BatchArgs) error {
+	r := reader{s: body}
 	a.RingID = r.uint64()
 	if sh := r.uvarint(); sh > 1<<32-1 {
 		r.fail("shard %d over 32 bits", sh)

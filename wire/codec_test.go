@@ -81,6 +81,26 @@ func TestPutsDoNotAliasTheBody(t *testing.T) {
 	require.Equal(t, "v", a.Ops[0].Value)
 }
 
+// TestAliasingDecodeSharesTheBody: DecodeBatchArgsAliasing decodes what
+// DecodeBatchArgs does, without a copy: its keys and values are the body's
+// bytes, as its callers (a replica applying a log entry) are told.
+func TestAliasingDecodeSharesTheBody(t *testing.T) {
+	in := BatchArgs{Session: 4, Seq: 9, Ops: []Op{{Code: OpPut, Key: "k1", Value: "v1"}, {Code: OpGet, Key: "k2"}}}
+	body := AppendBatchArgs(nil, &in)
+	var a BatchArgs
+	require.NoError(t, DecodeBatchArgsAliasing(body, &a))
+	require.Equal(t, in, a)
+	for i := range body {
+		if body[i] == 'k' {
+			body[i] = 'K'
+		}
+	}
+	require.Equal(t, "K1", a.Ops[0].Key)
+	require.Equal(t, "K2", a.Ops[1].Key)
+	var empty BatchArgs
+	require.ErrorIs(t, DecodeBatchArgsAliasing(nil, &empty), ErrMalformed)
+}
+
 // FuzzDecodeBatchArgs: no input makes the decoder panic or read past its
 // input, and whatever decodes re-encodes to an equivalent batch. The seed
 // corpus (f.Add and testdata/fuzz) runs in every go test.
@@ -91,10 +111,14 @@ func FuzzDecodeBatchArgs(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Add([]byte("GET / HTTP/1.1\r\n\r\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var a BatchArgs
-		if err := DecodeBatchArgs(b, &a); err != nil {
+		var a, aliasing BatchArgs
+		err := DecodeBatchArgs(b, &a)
+		aliasErr := DecodeBatchArgsAliasing(b, &aliasing)
+		require.Equal(t, err == nil, aliasErr == nil, "the aliasing decoder agrees on what decodes")
+		if err != nil {
 			return
 		}
+		require.Equal(t, a, aliasing)
 		require.LessOrEqual(t, len(a.Ops), MaxBatchOps)
 		var again BatchArgs
 		require.NoError(t, DecodeBatchArgs(AppendBatchArgs(nil, &a), &again))

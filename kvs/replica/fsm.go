@@ -31,8 +31,10 @@ type shardFSM struct {
 	restores atomic.Uint64 // snapshots loaded by Restore
 
 	// scratch takes the results of entries without gets, which nobody
-	// reads; touched only by raft's FSM goroutine.
+	// reads, and ops the ops of the entry being applied; both are touched
+	// only by raft's FSM goroutine.
 	scratch []wire.Result
+	ops     []wire.Op
 }
 
 type storeBox struct{ store.Store }
@@ -77,8 +79,14 @@ func (f *shardFSM) Apply(l *raft.Log) any {
 	if l.Index%sessionSweepEvery == 0 {
 		f.expireSessions(now)
 	}
-	var args wire.BatchArgs
-	if err := wire.DecodeBatchArgs(l.Data, &args); err != nil {
+	// The ops alias the entry's bytes, and reuse the last entry's slice,
+	// cleared on return so as not to hold the bytes: applyEntry keeps
+	// neither.
+	args := wire.BatchArgs{Ops: f.ops[:0]}
+	err := wire.DecodeBatchArgsAliasing(l.Data, &args)
+	f.ops = args.Ops
+	defer clear(f.ops)
+	if err != nil {
 		// Only the leader's own Service writes entries, so this is a bug,
 		// not bad input; refuse the entry on every replica alike.
 		return applyResult{err: fmt.Errorf("replica: log entry %d does not decode: %w", l.Index, err)}
