@@ -44,15 +44,7 @@ func (a *applier) apply(st store.Store, ops []wire.Op, results []wire.Result, cl
 // store.ApplyAt).
 func (a *applier) applyAt(st store.Store, ops []wire.Op, at []int32, results []wire.Result, cl *call) {
 	var gets, puts, dels, rejected uint64
-	n := len(ops)
-	if at != nil {
-		n = len(at)
-	}
-	for j := range n {
-		i := j
-		if at != nil {
-			i = int(at[j])
-		}
+	for i := range store.Selected(len(ops), at) {
 		switch {
 		case ops[i].Check() != wire.StatusOK:
 			rejected++

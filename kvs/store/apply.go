@@ -1,6 +1,7 @@
 package store
 
 import (
+	"iter"
 	"unsafe"
 
 	"github.com/batchkv/batchkv/wire"
@@ -29,15 +30,7 @@ func ApplyAt(s Store, ops []wire.Op, at []int32, results []wire.Result, vals *Va
 		return
 	}
 	var buf []byte
-	n := len(ops)
-	if at != nil {
-		n = len(at)
-	}
-	for j := range n {
-		i := j
-		if at != nil {
-			i = int(at[j])
-		}
+	for i := range Selected(len(ops), at) {
 		op := &ops[i]
 		if st := op.Check(); st != wire.StatusOK {
 			results[i] = wire.Result{Status: st}
@@ -63,18 +56,30 @@ func ApplyAt(s Store, ops []wire.Op, at []int32, results []wire.Result, vals *Va
 	}
 }
 
+// Selected yields the indexes that at lists, in order, or, for a nil at,
+// every index below n: the ops of a batch of n that ApplyAt applies.
+func Selected(n int, at []int32) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		if at == nil {
+			for i := range n {
+				if !yield(i) {
+					return
+				}
+			}
+			return
+		}
+		for _, i := range at {
+			if !yield(int(i)) {
+				return
+			}
+		}
+	}
+}
+
 // allValid reports whether every op of ops that at lists (every op, for a
 // nil at) passes wire.Op.Check.
 func allValid(ops []wire.Op, at []int32) bool {
-	if at == nil {
-		for i := range ops {
-			if ops[i].Check() != wire.StatusOK {
-				return false
-			}
-		}
-		return true
-	}
-	for _, i := range at {
+	for i := range Selected(len(ops), at) {
 		if ops[i].Check() != wire.StatusOK {
 			return false
 		}
