@@ -192,7 +192,10 @@ func leaderAfter(g *replica.Group, err error) string {
 // store, into their places in results.
 func (b *replicatedBackend) serveReads(st store.Store, ops []wire.Op, p *shardPlan, results []wire.Result, cl *call) {
 	at := p.readAt
-	if len(at) == len(ops) {
+	switch len(at) {
+	case 0:
+		return // (a nil at would mean every op)
+	case len(ops):
 		at = nil // only reads, the common case: all of ops
 	}
 	b.apply.applyAt(st, ops, at, results, cl)

@@ -31,8 +31,13 @@ const diskSyncFileBytes = walSegmentSize
 //     then fdatasync, which then has no metadata to commit.
 //   - "direct-dsync": the same, through O_DIRECT|O_DSYNC and 4 KiB-aligned
 //     writes that return once the data is on the disk.
-//   - "nosync": appends without syncing; the kernel writes the pages back
-//     later.
+//   - "nosync": appends without syncing; the kernel's flusher threads
+//     write the pages back later, and their CPU is not counted here, so
+//     this row is a floor, not what a durable append would cost without
+//     its sync.
+//
+// O_DIRECT needs a file system that has it (not tmpfs). raft-wal also
+// syncs the directory once per new segment, which this leaves out.
 //
 // Run it with: go test ./kvs/replica -run XXX -bench DiskSync
 func BenchmarkDiskSync(b *testing.B) {

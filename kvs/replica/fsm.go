@@ -80,12 +80,12 @@ func (f *shardFSM) Apply(l *raft.Log) any {
 		f.expireSessions(now)
 	}
 	// The ops alias the entry's bytes, and reuse the last entry's slice,
-	// cleared on return so as not to hold the bytes: applyEntry keeps
-	// neither.
+	// cleared on return so as not to hold the bytes (releaseOps):
+	// applyEntry keeps neither.
 	args := wire.BatchArgs{Ops: f.ops[:0]}
 	err := wire.DecodeBatchArgsAliasing(l.Data, &args)
 	f.ops = args.Ops
-	defer clear(f.ops)
+	defer f.releaseOps()
 	if err != nil {
 		// Only the leader's own Service writes entries, so this is a bug,
 		// not bad input; refuse the entry on every replica alike.
@@ -100,6 +100,20 @@ func (f *shardFSM) Apply(l *raft.Log) any {
 	var results []wire.Result
 	results, f.scratch = applyEntry(f.current(), args.Ops, f.scratch)
 	return applyResult{results: results}
+}
+
+// keptOps is the largest ops slice Apply keeps for the next entry; an
+// entry of a huge batch does not leave every shard holding one as large.
+const keptOps = 8192
+
+// releaseOps drops what the ops slice of the entry just applied refers
+// to, and the slice itself when it is large.
+func (f *shardFSM) releaseOps() {
+	if cap(f.ops) > keptOps {
+		f.ops = nil
+		return
+	}
+	clear(f.ops)
 }
 
 func (f *shardFSM) expireSessions(now int64) {

@@ -152,3 +152,38 @@ func TestCheckLeaseRefusesUnsafeLeases(t *testing.T) {
 		}
 	}
 }
+
+// TestApplyKeepsNothingOfTheEntry: Apply decodes an entry's ops aliasing
+// its bytes, so it must keep none of them: after two entries (the second
+// shorter than the first) its reused ops slice holds no key or value, and
+// changing an entry's bytes after Apply changes nothing in the store, on
+// every kind of store.
+func TestApplyKeepsNothingOfTheEntry(t *testing.T) {
+	for _, name := range store.Kinds {
+		t.Run(name, func(t *testing.T) {
+			f := newShardFSM(func() store.Store { s, _ := store.New(name); return s }, DefaultSessionTTL)
+			entry := func(index uint64, ops ...wire.Op) *raft.Log {
+				data := wire.AppendBatchArgs(nil, &wire.BatchArgs{Session: 1, Seq: index, Ops: ops})
+				return &raft.Log{Index: index, Type: raft.LogCommand, Data: data, AppendedAt: time.Now()}
+			}
+			first := entry(1, wire.Op{Code: wire.OpPut, Key: "a", Value: "va"}, wire.Op{Code: wire.OpPut, Key: "b", Value: "vb"},
+				wire.Op{Code: wire.OpPut, Key: "c", Value: "vc"})
+			second := entry(2, wire.Op{Code: wire.OpGet, Key: "a"}, wire.Op{Code: wire.OpPut, Key: "a", Value: "va2"})
+			for _, l := range []*raft.Log{first, second} {
+				res, ok := f.Apply(l).(applyResult)
+				require.True(t, ok)
+				require.NoError(t, res.err)
+				for i := range l.Data {
+					l.Data[i] = 'X' // the log's bytes, changed after the apply
+				}
+				require.Equal(t, make([]wire.Op, len(f.ops)), f.ops, "the reused slice keeps no op")
+			}
+			for k, want := range map[string]string{"a": "va2", "b": "vb", "c": "vc"} {
+				got, found := f.current().AppendGet(nil, k)
+				require.True(t, found, k)
+				require.Equal(t, want, string(got), k)
+			}
+			require.Equal(t, 3, f.current().Len())
+		})
+	}
+}

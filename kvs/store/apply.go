@@ -19,11 +19,12 @@ func Apply(s Store, ops []wire.Op, results []wire.Result, vals *Values) {
 	ApplyAt(s, ops, nil, results, vals)
 }
 
-// ApplyAt is Apply of some of ops: those whose indexes at lists, in the
-// order at lists them, each writing its result at its own index in
-// results; the other ops and results are left alone. A nil at means every
-// op. It saves a caller that serves part of a batch from copying that part
-// out and its results back.
+// ApplyAt is Apply of some of ops: those whose indexes at lists, each
+// writing its result at its own index in results; ops on one key take
+// effect in the order at lists them, and the other ops and results are
+// left alone. A nil at means every op, an empty one none. It saves a
+// caller that serves part of a batch from copying that part out and its
+// results back.
 func ApplyAt(s Store, ops []wire.Op, at []int32, results []wire.Result, vals *Values) {
 	if b, ok := s.(Batcher); ok && allValid(ops, at) {
 		b.ApplyBatchAt(ops, at, results, vals)

@@ -19,17 +19,18 @@ type Batcher interface {
 	// wire.StatusTooLarge instead.
 	ApplyBatch(ops []wire.Op, results []wire.Result, vals *Values)
 	// ApplyBatchAt is ApplyBatch of the ops whose indexes at lists (all of
-	// them for a nil at), each writing its result at its own index; the
-	// other ops and results are left alone. Every op at lists has passed
-	// wire.Op.Check.
+	// them for a nil at; none for an empty one), each writing its result
+	// at its own index; the other ops and results are left alone. Ops on
+	// one key take effect in the order at lists them. Every op at lists
+	// has passed wire.Op.Check.
 	ApplyBatchAt(ops []wire.Op, at []int32, results []wire.Result, vals *Values)
 }
 
-// lookahead is how many ops of one shard ApplyBatch starts fetching from
-// memory before it works on the first of them.
+// lookahead is how many ops of one shard ApplyBatchAt starts fetching
+// from memory before it works on the first of them.
 const lookahead = 8
 
-// batchScratch holds ApplyBatch's per-call index arrays.
+// batchScratch holds ApplyBatchAt's per-call hash and index arrays.
 type batchScratch struct {
 	hash  []uint64
 	order []int32
@@ -47,7 +48,7 @@ func (s *Arena) ApplyBatch(ops []wire.Op, results []wire.Result, vals *Values) {
 // A lookup over millions of keys is two cache misses (its slot, then its
 // record), and done one op at a time they are paid one after the other: a
 // lock's atomic instruction between ops keeps the processor from starting
-// the next op's loads early. So ApplyBatch sorts the ops by shard (stably,
+// the next op's loads early. So ApplyBatchAt sorts the ops by shard (stably,
 // which keeps each key's ops in order), takes each shard's lock once for
 // all of its ops, and walks them in groups: first it touches the slots and
 // records of a group, so that their misses overlap, then it applies the
