@@ -73,11 +73,7 @@ func (s *Arena) ApplyBatchAt(ops []wire.Op, at []int32, results []wire.Result, v
 	// shard sh's ops in order.
 	var start [arenaShards + 1]int32
 	var writes [arenaShards]bool
-	for j := range n {
-		i := j
-		if at != nil {
-			i = int(at[j])
-		}
+	for i := range Selected(len(ops), at) {
 		h := maphash.String(s.seed, ops[i].Key)
 		hashes[i] = h
 		sh := h >> (64 - arenaShardBits)
@@ -90,11 +86,7 @@ func (s *Arena) ApplyBatchAt(ops []wire.Op, at []int32, results []wire.Result, v
 		start[sh] += start[sh-1]
 	}
 	next := start
-	for j := range n {
-		i := j
-		if at != nil {
-			i = int(at[j])
-		}
+	for i := range Selected(len(ops), at) {
 		sh := hashes[i] >> (64 - arenaShardBits)
 		order[next[sh]] = int32(i)
 		next[sh]++
