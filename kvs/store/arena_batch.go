@@ -11,18 +11,14 @@ import (
 // than op by op. The service uses it when the store has it.
 type Batcher interface {
 	Store
-	// ApplyBatch applies ops, every one of which has passed wire.Op.Check,
-	// and writes op i's result to results[i]. Ops on one key take effect in
-	// their order in ops; ops on different keys in any order. The values
-	// read are copied into vals, which the results' values then alias. A
-	// get whose value vals refuses (over its Limit) answers
+	// ApplyBatchAt applies the ops whose indexes at lists (all of them for
+	// a nil at; none for an empty one), every one of which has passed
+	// wire.Op.Check, and writes op i's result to results[i]; the other ops
+	// and results are left alone. Ops on one key take effect in the order
+	// at lists them; ops on different keys in any order. The values read
+	// are copied into vals, which the results' values then alias. A get
+	// whose value vals refuses (over its Limit) answers
 	// wire.StatusTooLarge instead.
-	ApplyBatch(ops []wire.Op, results []wire.Result, vals *Values)
-	// ApplyBatchAt is ApplyBatch of the ops whose indexes at lists (all of
-	// them for a nil at; none for an empty one), each writing its result
-	// at its own index; the other ops and results are left alone. Ops on
-	// one key take effect in the order at lists them. Every op at lists
-	// has passed wire.Op.Check.
 	ApplyBatchAt(ops []wire.Op, at []int32, results []wire.Result, vals *Values)
 }
 
@@ -38,7 +34,7 @@ type batchScratch struct {
 
 var batchScratchPool = sync.Pool{New: func() any { return new(batchScratch) }}
 
-// ApplyBatch implements Batcher.
+// ApplyBatch is ApplyBatchAt of every op.
 func (s *Arena) ApplyBatch(ops []wire.Op, results []wire.Result, vals *Values) {
 	s.ApplyBatchAt(ops, nil, results, vals)
 }
