@@ -181,10 +181,7 @@ func DecodeBatchArgs(body []byte, a *BatchArgs) error {
 // since nothing changes an entry once it is in the log and the store
 // copies what it keeps.
 func DecodeBatchArgsAliasing(body []byte, a *BatchArgs) error {
-	if len(body) == 0 {
-		return decodeBatchArgs("", a)
-	}
-	return decodeBatchArgs(unsafe.String(&body[0], len(body)), a)
+	return decodeBatchArgs(unsafe.String(unsafe.SliceData(body), len(body)), a)
 }
 
 func decodeBatchArgs(body string, a *BatchArgs) error {
