@@ -161,9 +161,7 @@ func (b *replicatedBackend) serveShard(g *replica.Group, args *wire.BatchArgs, r
 		gets++
 	}
 	b.stats.add(&b.stats.Gets, gets)
-	if len(p.readAt) > 0 {
-		b.serveReads(g.Store(), ops, p, results, cl)
-	}
+	b.serveReads(g.Store(), ops, p, results, cl)
 }
 
 // plantedOwner reports whether the bug planted by SetServeByMapForTest
