@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/batchkv/batchkv/kvs/replica"
+	"github.com/batchkv/batchkv/wire"
 )
 
 // settled says whether every server of c knows the same leader of shard
@@ -36,16 +39,18 @@ func settled(c *replCluster) bool {
 // the Raft connections it leaves broken would fail the next trial's first
 // vote requests (hashicorp/raft does not retry them), which real packet
 // loss, retransmitted by TCP, does not do.
-func failoverTrials(t *testing.T, what string, limit time.Duration, fault, undo func(c *replCluster, l int)) {
+// fault returns when the fault began, for a fault that needs set-up
+// first; opts configure each trial's cluster.
+func failoverTrials(t *testing.T, what string, limit time.Duration, fault func(c *replCluster, l int) time.Time,
+	undo func(c *replCluster, l int), opts ...func(*replCluster)) {
 	var took []time.Duration
 	for trial := range 3 {
-		c := newReplCluster(t, 3, 3, 1)
+		c := newReplCluster(t, 3, 3, 1, opts...)
 		require.Eventually(t, func() bool { return c.leader(0) == 0 }, 20*time.Second, 50*time.Millisecond)
 		require.Eventually(t, func() bool { return settled(c) }, 20*time.Second, 50*time.Millisecond)
 		l := c.leader(0)
 		require.GreaterOrEqual(t, l, 0)
-		start := time.Now()
-		fault(c, l)
+		start := fault(c, l)
 		next := -1
 		require.Eventually(t, func() bool {
 			for i := range c.addrs {
@@ -71,7 +76,7 @@ func failoverTrials(t *testing.T, what string, limit time.Duration, fault, undo 
 // know the leader yet, and then only the timeouts help.
 func TestReplicatedFastFailoverOnCrash(t *testing.T) {
 	failoverTrials(t, "stopped", 700*time.Millisecond,
-		func(c *replCluster, l int) { c.stop(l) },
+		func(c *replCluster, l int) time.Time { start := time.Now(); c.stop(l); return start },
 		func(c *replCluster, l int) { c.start(l); c.waitLeader(0, -1) })
 }
 
@@ -114,6 +119,45 @@ func TestReplicatedSilentLeaderReplacedQuickly(t *testing.T) {
 		t.Skip("three silent-leader trials")
 	}
 	failoverTrials(t, "muted", 1500*time.Millisecond,
-		func(c *replCluster, l int) { c.mute(l, true) },
+		func(c *replCluster, l int) time.Time { start := time.Now(); c.mute(l, true); return start },
 		func(c *replCluster, l int) { c.mute(l, false) })
+}
+
+// TestReplicatedFailoverWhenThePeerAheadDoesNotAct: the leader is cut off
+// link by link, as a firewall that takes effect one rule at a time. The
+// follower whose log is behind finds the leader's port refusing first and
+// leaves the election to its peer, whose log is ahead; but the peer's
+// probe of the leader still gets through (its own link to the leader is
+// cut a moment later), so it calls no election. The follower that stood
+// aside must then ask the peer to call one, instead of both waiting for
+// their heartbeat timeouts, which with 2 s timeouts (a wide margin on a
+// busy machine) take over 2 s, and the first pre-vote after them is
+// refused by the follower that still counts the old leader.
+func TestReplicatedFailoverWhenThePeerAheadDoesNotAct(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three trials with 2 s heartbeat timeouts")
+	}
+	timing := replica.DefaultTiming()
+	timing.HeartbeatTimeout, timing.ElectionTimeout, timing.LeaderLeaseTimeout = 2*time.Second, 2*time.Second, 2*time.Second
+	failoverTrials(t, "cut off link by link", 1500*time.Millisecond, func(c *replCluster, l int) time.Time {
+		behind, ahead := (l+1)%3, (l+2)%3
+		// The leader's entries stop reaching one follower, which falls
+		// behind its peer.
+		require.NoError(t, c.links.MuteLink(l, behind, true))
+		cl := c.client(t)
+		_, err := cl.Do(t.Context(), []wire.Op{{Code: wire.OpPut, Key: "k", Value: "v"}})
+		require.NoError(t, err)
+		require.Eventually(t, func() bool {
+			b, errB := c.status(behind)
+			a, errA := c.status(ahead)
+			return errA == nil && errB == nil && b.Shards[0].LastIndex < a.Shards[0].LastIndex
+		}, time.Second, 10*time.Millisecond)
+		start := time.Now()
+		for _, link := range [][2]int{{l, behind}, {behind, l}, {l, ahead}} {
+			require.NoError(t, c.links.CutLink(link[0], link[1], true))
+		}
+		time.Sleep(300 * time.Millisecond) // the peer's probe of the leader gets through
+		require.NoError(t, c.links.CutLink(ahead, l, true))
+		return start
+	}, func(c *replCluster, l int) {}, func(c *replCluster) { c.timing = timing })
 }

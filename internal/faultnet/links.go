@@ -127,16 +127,18 @@ func (l *Links) SetLatency(node int, d time.Duration) error {
 // rejects would, so both ends notice at once (a network that drops
 // packets silently is Mute's case).
 func (l *Links) Isolate(node int, on bool) error {
-	return l.each(node, func(p *toxiproxy.Proxy, _ bool) error {
-		if on {
-			p.Stop()
-			return nil
+	for j := range l.p {
+		if j == node {
+			continue
 		}
-		if err := p.Start(); err != nil && !errors.Is(err, toxiproxy.ErrProxyAlreadyStarted) {
-			return fmt.Errorf("faultnet: restart %s: %w", p.Name, err)
+		if err := l.CutLink(node, j, on); err != nil {
+			return err
 		}
-		return nil
-	})
+		if err := l.CutLink(j, node, on); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Mute drops (on) every byte node sends over Raft, while it still hears
@@ -150,17 +152,46 @@ func (l *Links) Mute(node int, on bool) error {
 		if fromNode {
 			stream = "upstream"
 		}
-		_ = p.Toxics.RemoveToxic(context.Background(), "mute")
-		if !on {
-			return nil
-		}
-		_, err := p.Toxics.AddToxicJson(strings.NewReader(fmt.Sprintf(
-			`{"name":"mute","type":"timeout","stream":%q,"toxicity":1,"attributes":{"timeout":0}}`, stream)))
-		if err != nil {
-			return fmt.Errorf("faultnet: mute %s: %w", p.Name, err)
-		}
-		return nil
+		return mute(p, stream, on)
 	})
+}
+
+// CutLink cuts (on) or restores (off) the one link from server from to
+// server to, as Isolate does to all of a node's links: its connections
+// close and new ones are refused. Cutting a node's links one at a time
+// shows what a firewall that takes effect link by link does.
+func (l *Links) CutLink(from, to int, on bool) error {
+	p := l.p[from][to]
+	if on {
+		p.Stop()
+		return nil
+	}
+	if err := p.Start(); err != nil && !errors.Is(err, toxiproxy.ErrProxyAlreadyStarted) {
+		return fmt.Errorf("faultnet: restart %s: %w", p.Name, err)
+	}
+	return nil
+}
+
+// MuteLink drops (on) the bytes server from sends on the link it opens to
+// server to, and only those: to stops hearing from on connections from
+// opens, while everything else gets through. off lifts it.
+func (l *Links) MuteLink(from, to int, on bool) error {
+	return mute(l.p[from][to], "upstream", on)
+}
+
+// mute adds (on) or removes (off) a toxic that drops every byte of stream
+// on p.
+func mute(p *toxiproxy.Proxy, stream string, on bool) error {
+	_ = p.Toxics.RemoveToxic(context.Background(), "mute")
+	if !on {
+		return nil
+	}
+	_, err := p.Toxics.AddToxicJson(strings.NewReader(fmt.Sprintf(
+		`{"name":"mute","type":"timeout","stream":%q,"toxicity":1,"attributes":{"timeout":0}}`, stream)))
+	if err != nil {
+		return fmt.Errorf("faultnet: mute %s: %w", p.Name, err)
+	}
+	return nil
 }
 
 // Heal removes every fault from node's links.

@@ -147,3 +147,37 @@ func TestMuteDropsOnlyWhatTheNodeSends(t *testing.T) {
 	c, r = dialGreeted(t, l, 0, 1)
 	roundTrip(t, c, r)
 }
+
+// TestCutLinkCutsOneDirection: cutting the link from 0 to 1 refuses new
+// connections on it and leaves the link from 1 to 0 working; restoring
+// it lets connections through again.
+func TestCutLinkCutsOneDirection(t *testing.T) {
+	l := newTestLinks(t)
+	require.NoError(t, l.CutLink(0, 1, true))
+	_, err := net.DialTimeout("tcp", l.Addr(0, 1), time.Second)
+	require.True(t, errors.Is(err, syscall.ECONNREFUSED), "dial to a cut link: %v", err)
+	c, r := dialGreeted(t, l, 1, 0)
+	roundTrip(t, c, r)
+	require.NoError(t, l.CutLink(0, 1, false))
+	c, r = dialGreeted(t, l, 0, 1)
+	roundTrip(t, c, r)
+}
+
+// TestMuteLinkDropsOnlyThatLink: with the link from 0 to 1 muted, what 0
+// sends on it is lost, while the greeting that comes back on it and
+// everything on the link from 1 to 0 gets through.
+func TestMuteLinkDropsOnlyThatLink(t *testing.T) {
+	l := newTestLinks(t)
+	require.NoError(t, l.MuteLink(0, 1, true))
+	c, r := dialGreeted(t, l, 0, 1)
+	_, err := io.WriteString(c, "ping\n")
+	require.NoError(t, err)
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(500*time.Millisecond)))
+	_, err = r.ReadString('\n')
+	require.ErrorIs(t, err, os.ErrDeadlineExceeded, "node 0's bytes got through the muted link")
+	c2, r2 := dialGreeted(t, l, 1, 0)
+	roundTrip(t, c2, r2)
+	require.NoError(t, l.MuteLink(0, 1, false))
+	c, r = dialGreeted(t, l, 0, 1)
+	roundTrip(t, c, r)
+}

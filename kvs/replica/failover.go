@@ -88,6 +88,9 @@ func (g *Group) watchLeaderDeath() {
 		}
 		if g.peerStat != nil && failover.PeerAhead(v, g.askPeers(v)) {
 			g.log.Info("leader's port refuses connections; a peer's log is ahead, leaving the election to it", "leader", v.Leader)
+			if !g.nudgeInTurn(v, since, term) {
+				return
+			}
 			continue
 		}
 		wait := failover.CrashWait(turn, time.Since(since), g.heartbeat)
@@ -124,25 +127,53 @@ func (g *Group) electInTurn(wait time.Duration, since time.Time, term uint64, ol
 		return false
 	case <-time.After(wait):
 	}
-	leader, _ := g.raft.LeaderWithID()
-	now := failover.Now{Follower: g.raft.State() == raft.Follower, LastContact: g.raft.LastContact(),
-		Leader: string(leader), Term: g.raft.CurrentTerm()}
-	if failover.StillElect(now, failover.Decision{At: since, Term: term, Leader: old}) {
+	if failover.StillElect(g.now(), failover.Decision{At: since, Term: term, Leader: old}) {
 		g.log.Warn(why, "leader", old)
-		g.callElection()
+		g.timeoutNow(g.self)
 	}
 	return true
 }
 
-// callElection makes this replica a candidate now, with the vote requests
-// of a leadership transfer: it sends its own Raft node a TimeoutNow over
-// its own port.
-func (g *Group) callElection() {
+// nudgeInTurn is the fallback of a follower that left the election to a
+// peer whose log is ahead: it waits failover.NudgeWait from the suspicion
+// at since, and if it should still elect (failover.StillElect), asks the
+// peer that failover.NudgeTarget picks to call the election. It returns
+// false when the replica closes.
+func (g *Group) nudgeInTurn(v failover.View, since time.Time, term uint64) bool {
+	select {
+	case <-g.stop:
+		return false
+	case <-time.After(failover.NudgeWait(v, time.Since(since), g.heartbeat, g.timing)):
+	}
+	if !failover.StillElect(g.now(), failover.Decision{At: since, Term: term, Leader: v.Leader}) {
+		return true
+	}
+	now := g.view()
+	if peer, ok := failover.NudgeTarget(now, g.askPeers(now), time.Since(since), g.timing); ok {
+		g.log.Warn("the peer whose log is ahead has called no election: asking it to call one now", "peer", peer, "leader", v.Leader)
+		g.timeoutNow(peer)
+	}
+	return true
+}
+
+// now returns what this replica knows at this moment, for
+// failover.StillElect.
+func (g *Group) now() failover.Now {
+	leader, _ := g.raft.LeaderWithID()
+	return failover.Now{Follower: g.raft.State() == raft.Follower, LastContact: g.raft.LastContact(),
+		Leader: string(leader), Term: g.raft.CurrentTerm()}
+}
+
+// timeoutNow makes the replica at addr, this one or a peer, a candidate
+// now, with the vote requests of a leadership transfer, which voters grant
+// although their own timeouts have not run out: it sends that replica's
+// Raft node a TimeoutNow.
+func (g *Group) timeoutNow(addr string) {
 	var resp raft.TimeoutNowResponse
 	req := raft.TimeoutNowRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax,
 		ID: []byte(g.self), Addr: []byte(g.self)}}
-	if err := g.transport.TimeoutNow(raft.ServerID(g.self), raft.ServerAddress(g.self), &req, &resp); err != nil {
-		g.log.Warn("could not call the election", "err", err)
+	if err := g.transport.TimeoutNow(raft.ServerID(addr), raft.ServerAddress(addr), &req, &resp); err != nil {
+		g.log.Warn("could not call the election", "replica", addr, "err", err)
 	}
 }
 

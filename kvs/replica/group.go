@@ -286,7 +286,7 @@ func (g *Group) leadFirst() {
 			return
 		}
 		if g.raft.State() == raft.Follower {
-			g.callElection()
+			g.timeoutNow(g.self)
 		}
 	}
 }

@@ -55,6 +55,55 @@ func PeerAhead(v View, reports []Report) bool {
 	return false
 }
 
+// NudgeWait is how long a follower that left the election to a peer
+// whose log is ahead (PeerAhead) waits, from a suspicion elapsed ago,
+// before it asks that peer to call the election (NudgeTarget): the longest
+// wait a peer can have (CrashWait with the last turn of the shard's
+// order) and one Stagger more for its probes. A peer that noticed the
+// crash has called its election by then, and its vote request has moved
+// this follower's term, so StillElect calls the nudge off.
+func NudgeWait(v View, elapsed, heartbeatTimeout time.Duration, t Timing) time.Duration {
+	lastTurn := time.Duration(max(len(v.Replicas)-2, 0)) * t.Stagger
+	return CrashWait(lastTurn, elapsed, heartbeatTimeout) + t.Stagger
+}
+
+// NudgeTarget picks the peer that a follower which stood aside for it
+// (PeerAhead), and has waited NudgeWait since its suspicion elapsed ago,
+// should ask to call the election: the most up to date of the peers whose
+// logs are ahead of its own and that have not heard from the leader for
+// elapsed less Timing.SilenceSlack (at least SilenceSlack). A live leader
+// reaches each follower every tenth of a heartbeat timeout, so such a
+// peer agrees that the leader is gone, and the two are a majority of three.
+// There is none when a peer leads, or follows a leader other than v's: the
+// shard has a leader again.
+//
+// The peer may have missed the crash: in a chaos run a leader cut off link
+// by link left one follower's probe of it answered, and the shard waited
+// for heartbeat timeouts (2.47 s against a bound of 2.5 s).
+func NudgeTarget(v View, reports []Report, elapsed time.Duration, t Timing) (string, bool) {
+	if !v.Follower {
+		return "", false
+	}
+	silentFor := max(elapsed-t.SilenceSlack, t.SilenceSlack)
+	var target string
+	var best LogPosition
+	for _, r := range reports {
+		if r.Replica == v.Self || r.Replica == v.Leader {
+			continue
+		}
+		if r.IsLeader || (r.Leader != "" && r.Leader != v.Leader) {
+			return "", false
+		}
+		if !v.Log.Behind(r.Log) || r.SinceContact < silentFor {
+			continue
+		}
+		if target == "" || best.Behind(r.Log) {
+			target, best = r.Replica, r.Log
+		}
+	}
+	return target, target != ""
+}
+
 // CrashWait is how long a follower that suspected a crash elapsed ago
 // still waits before it may call the election: its turn, and at least two
 // heartbeat intervals (a fifth of the heartbeat timeout) from the

@@ -220,3 +220,55 @@ func TestPeerAheadLeavesTheElectionToIt(t *testing.T) {
 	require.False(t, failover.PeerAhead(v, []failover.Report{{Replica: "a", Log: failover.LogPosition{Term: 3, Index: 9999}}}))
 	require.False(t, failover.PeerAhead(v, nil))
 }
+
+func TestNudgeWait(t *testing.T) {
+	v := view("b", "a")
+	require.Equal(t, 2*tm.Stagger, failover.NudgeWait(v, 0, hb, tm), "the last peer's turn and one stagger more")
+	five := failover.View{Self: "b", Replicas: []string{"a", "b", "c", "d", "e"}, Leader: "a", Follower: true}
+	require.Equal(t, 4*tm.Stagger, failover.NudgeWait(five, 0, hb, tm))
+	long := 4 * time.Second
+	require.Equal(t, long/5-100*time.Millisecond+tm.Stagger, failover.NudgeWait(v, 100*time.Millisecond, long, tm),
+		"two heartbeat intervals from the suspicion, when they are longer than the turn")
+}
+
+func TestNudgeTarget(t *testing.T) {
+	log := func(term, index uint64) failover.LogPosition { return failover.LogPosition{Term: term, Index: index} }
+	v := failover.View{Self: "b", Replicas: []string{"a", "b", "c", "d", "e"}, Leader: "a", Follower: true, Log: log(3, 100)}
+	elapsed := 700 * time.Millisecond
+	silent := elapsed - tm.SilenceSlack
+	cases := []struct {
+		name    string
+		view    failover.View
+		reports []failover.Report
+		want    string
+	}{
+		{"the peer ahead, silent as long", v, []failover.Report{{Replica: "c", Leader: "a", SinceContact: silent, Log: log(3, 101)}}, "c"},
+		{"the peer ahead has forgotten the leader", v, []failover.Report{{Replica: "c", SinceContact: silent, Log: log(3, 101)}}, "c"},
+		{"the peer ahead still hears the leader", v, []failover.Report{{Replica: "c", Leader: "a", SinceContact: silent - time.Millisecond, Log: log(3, 101)}}, ""},
+		{"no peer ahead", v, []failover.Report{{Replica: "c", Leader: "a", SinceContact: time.Second, Log: log(3, 100)}}, ""},
+		{"a later term is ahead", v, []failover.Report{{Replica: "c", Leader: "a", SinceContact: time.Second, Log: log(4, 1)}}, "c"},
+		{"the most up to date of two", v, []failover.Report{
+			{Replica: "c", Leader: "a", SinceContact: time.Second, Log: log(3, 101)},
+			{Replica: "d", Leader: "a", SinceContact: time.Second, Log: log(3, 104)},
+			{Replica: "e", Leader: "a", SinceContact: time.Second, Log: log(3, 102)}}, "d"},
+		{"a peer leads", v, []failover.Report{
+			{Replica: "c", Leader: "a", SinceContact: time.Second, Log: log(3, 101)},
+			{Replica: "d", IsLeader: true, Log: log(4, 1)}}, ""},
+		{"a peer follows a new leader", v, []failover.Report{
+			{Replica: "c", Leader: "a", SinceContact: time.Second, Log: log(3, 101)},
+			{Replica: "d", Leader: "e", Log: log(4, 1)}}, ""},
+		{"the old leader's own report", v, []failover.Report{{Replica: "a", SinceContact: time.Second, Log: log(3, 200)}}, ""},
+		{"not a follower", failover.View{Self: "b", Replicas: v.Replicas, Leader: "a", Log: v.Log},
+			[]failover.Report{{Replica: "c", Leader: "a", SinceContact: time.Second, Log: log(3, 101)}}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, ok := failover.NudgeTarget(c.view, c.reports, elapsed, tm)
+			require.Equal(t, c.want, got)
+			require.Equal(t, c.want != "", ok)
+		})
+	}
+	early := []failover.Report{{Replica: "c", Leader: "a", SinceContact: tm.SilenceSlack - time.Millisecond, Log: log(3, 101)}}
+	_, ok := failover.NudgeTarget(v, early, 0, tm)
+	require.False(t, ok, "a peer must have been silent two heartbeat intervals at least")
+}
