@@ -127,18 +127,7 @@ func (l *Links) SetLatency(node int, d time.Duration) error {
 // rejects would, so both ends notice at once (a network that drops
 // packets silently is Mute's case).
 func (l *Links) Isolate(node int, on bool) error {
-	for j := range l.p {
-		if j == node {
-			continue
-		}
-		if err := l.CutLink(node, j, on); err != nil {
-			return err
-		}
-		if err := l.CutLink(j, node, on); err != nil {
-			return err
-		}
-	}
-	return nil
+	return l.each(node, func(p *toxiproxy.Proxy, _ bool) error { return cut(p, on) })
 }
 
 // Mute drops (on) every byte node sends over Raft, while it still hears
@@ -160,8 +149,10 @@ func (l *Links) Mute(node int, on bool) error {
 // server to, as Isolate does to all of a node's links: its connections
 // close and new ones are refused. Cutting a node's links one at a time
 // shows what a firewall that takes effect link by link does.
-func (l *Links) CutLink(from, to int, on bool) error {
-	p := l.p[from][to]
+func (l *Links) CutLink(from, to int, on bool) error { return cut(l.p[from][to], on) }
+
+// cut stops (on) or restarts (off) the proxy p.
+func cut(p *toxiproxy.Proxy, on bool) error {
 	if on {
 		p.Stop()
 		return nil
@@ -174,7 +165,8 @@ func (l *Links) CutLink(from, to int, on bool) error {
 
 // MuteLink drops (on) the bytes server from sends on the link it opens to
 // server to, and only those: to stops hearing from on connections from
-// opens, while everything else gets through. off lifts it.
+// opens, while everything else gets through. off lifts it. It and Mute set
+// the same fault on that link: each replaces, or lifts, the other's.
 func (l *Links) MuteLink(from, to int, on bool) error {
 	return mute(l.p[from][to], "upstream", on)
 }

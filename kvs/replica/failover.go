@@ -24,7 +24,10 @@ import (
 //
 // A follower calls an election as a leadership transfer does: it sends its
 // own Raft node a TimeoutNow request, which makes it a candidate whose vote
-// requests are granted although the voters' timeouts have not run out.
+// requests are granted although the voters' timeouts have not run out. A
+// follower whose log is behind a peer's leaves the election to the peer,
+// and if the peer has called none when its turn is over, sends the
+// TimeoutNow to the peer's Raft node instead (nudgeInTurn).
 //
 // A leader that is paused, or cut off by a network that drops packets,
 // refuses nothing; silence.go handles it.
@@ -135,21 +138,32 @@ func (g *Group) electInTurn(wait time.Duration, since time.Time, term uint64, ol
 }
 
 // nudgeInTurn is the fallback of a follower that left the election to a
-// peer whose log is ahead: it waits failover.NudgeWait from the suspicion
-// at since, and if it should still elect (failover.StillElect), asks the
-// peer that failover.NudgeTarget picks to call the election. It returns
-// false when the replica closes.
+// peer whose log is ahead: it waits failover.NudgeWait, and if it should
+// still elect (failover.StillElect), asks the peer that
+// failover.NudgeTarget picks to call the election. v is its view when it
+// suspected the leader, at since, in term. It returns false when the
+// replica closes.
+//
+// A TimeoutNow that reached a peer which had just won an election would
+// depose it: StillElect is checked again just before the nudge is sent.
+// With three replicas and the leader gone, the peer wins only with this
+// follower's vote, which moves its term: the window is that of a vote
+// request crossing the nudge.
 func (g *Group) nudgeInTurn(v failover.View, since time.Time, term uint64) bool {
 	select {
 	case <-g.stop:
 		return false
 	case <-time.After(failover.NudgeWait(v, time.Since(since), g.heartbeat, g.timing)):
 	}
-	if !failover.StillElect(g.now(), failover.Decision{At: since, Term: term, Leader: v.Leader}) {
+	gaveUp := failover.Decision{At: since, Term: term, Leader: v.Leader}
+	if !failover.StillElect(g.now(), gaveUp) {
 		return true
 	}
-	now := g.view()
-	if peer, ok := failover.NudgeTarget(now, g.askPeers(now), time.Since(since), g.timing); ok {
+	cur := g.view()
+	cur.Leader = v.Leader // the one given up on, even if forgotten since
+	elapsed := time.Since(since)
+	peer, ok := failover.NudgeTarget(cur, g.askPeers(cur), elapsed, g.heartbeat, g.timing)
+	if ok && failover.StillElect(g.now(), gaveUp) {
 		g.log.Warn("the peer whose log is ahead has called no election: asking it to call one now", "peer", peer, "leader", v.Leader)
 		g.timeoutNow(peer)
 	}

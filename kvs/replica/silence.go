@@ -74,7 +74,7 @@ func (g *Group) askPeers(v failover.View) []failover.Report {
 		}
 		for _, s := range st.Shards {
 			if s.Shard == g.shard {
-				reports = append(reports, failover.Report{Replica: r, IsLeader: s.State == raft.Leader.String(),
+				reports = append(reports, failover.Report{Replica: r, IsLeader: s.State == raft.Leader.String(), IsCandidate: s.State == raft.Candidate.String(),
 					Leader: s.Leader, SinceContact: s.SinceContact, Log: failover.LogPosition{Term: s.LastLogTerm, Index: s.LastIndex}})
 			}
 		}

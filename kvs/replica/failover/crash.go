@@ -56,50 +56,74 @@ func PeerAhead(v View, reports []Report) bool {
 }
 
 // NudgeWait is how long a follower that left the election to a peer
-// whose log is ahead (PeerAhead) waits, from a suspicion elapsed ago,
-// before it asks that peer to call the election (NudgeTarget): the longest
-// wait a peer can have (CrashWait with the last turn of the shard's
-// order) and one Stagger more for its probes. A peer that noticed the
-// crash has called its election by then, and its vote request has moved
-// this follower's term, so StillElect calls the nudge off.
+// whose log is ahead (PeerAhead) waits, from the moment it decided to, a
+// suspicion elapsed ago, before it asks that peer to call the election
+// (NudgeTarget): the longest wait a peer can have (CrashWait with the
+// last turn of the shard's order) and a ProbeHold more for the peer's own
+// probes. A peer that noticed the crash has called its election by then,
+// and its vote request has moved this follower's term, so StillElect
+// calls the nudge off. It also waits until the peers can have been
+// silent as long as NudgeTarget asks, with SilenceSlack to spare. The
+// nudge must come before the peer's own heartbeat timer can fire (a
+// heartbeat timeout after its last contact): that makes it a candidate,
+// which a nudge no longer helps.
 func NudgeWait(v View, elapsed, heartbeatTimeout time.Duration, t Timing) time.Duration {
 	lastTurn := time.Duration(max(len(v.Replicas)-2, 0)) * t.Stagger
-	return CrashWait(lastTurn, elapsed, heartbeatTimeout) + t.Stagger
+	return max(CrashWait(lastTurn, elapsed, heartbeatTimeout)+t.ProbeHold,
+		minSilence(heartbeatTimeout)+t.SilenceSlack-elapsed)
 }
+
+// minSilence is the least silence NudgeTarget takes as a peer's agreement
+// that the leader is gone: two of a live leader's longest gaps between
+// heartbeats, which it sends each follower every tenth to fifth of a
+// heartbeat timeout.
+func minSilence(heartbeatTimeout time.Duration) time.Duration { return 2 * heartbeatTimeout / 5 }
 
 // NudgeTarget picks the peer that a follower which stood aside for it
 // (PeerAhead), and has waited NudgeWait since its suspicion elapsed ago,
-// should ask to call the election: the most up to date of the peers whose
-// logs are ahead of its own and that have not heard from the leader for
-// elapsed less Timing.SilenceSlack (at least SilenceSlack). A live leader
-// reaches each follower every tenth of a heartbeat timeout, so such a
-// peer agrees that the leader is gone, and the two are a majority of three.
-// There is none when a peer leads, or follows a leader other than v's: the
-// shard has a leader again.
+// should ask to call the election. v.Leader is the leader it gave up on.
+//
+// A peer is silent when it has not heard from that leader for elapsed
+// less Timing.SilenceSlack, and for minSilence at least. There is a target only when a majority of
+// the shard, this follower included, is silent, and then it is the most up
+// to date of the silent peers whose logs are ahead of this follower's and
+// that are followers: a candidate would drop the nudge when its own
+// election round ends. There is none when a peer leads, or follows a
+// leader other than v's: the shard has a leader again.
 //
 // The peer may have missed the crash: in a chaos run a leader cut off link
 // by link left one follower's probe of it answered, and the shard waited
 // for heartbeat timeouts (2.47 s against a bound of 2.5 s).
-func NudgeTarget(v View, reports []Report, elapsed time.Duration, t Timing) (string, bool) {
-	if !v.Follower {
+func NudgeTarget(v View, reports []Report, elapsed, heartbeatTimeout time.Duration, t Timing) (string, bool) {
+	if !v.Follower || v.Leader == "" {
 		return "", false
 	}
-	silentFor := max(elapsed-t.SilenceSlack, t.SilenceSlack)
+	silentFor := max(elapsed-t.SilenceSlack, minSilence(heartbeatTimeout))
+	silent := 1
+	counted := map[string]bool{}
 	var target string
 	var best LogPosition
 	for _, r := range reports {
-		if r.Replica == v.Self || r.Replica == v.Leader {
+		if r.Replica == v.Self || r.Replica == v.Leader || counted[r.Replica] {
 			continue
 		}
 		if r.IsLeader || (r.Leader != "" && r.Leader != v.Leader) {
 			return "", false
 		}
-		if !v.Log.Behind(r.Log) || r.SinceContact < silentFor {
+		counted[r.Replica] = true
+		if r.SinceContact < silentFor {
+			continue
+		}
+		silent++
+		if r.IsCandidate || !v.Log.Behind(r.Log) {
 			continue
 		}
 		if target == "" || best.Behind(r.Log) {
 			target, best = r.Replica, r.Log
 		}
+	}
+	if !v.majority(silent) {
+		return "", false
 	}
 	return target, target != ""
 }

@@ -18,6 +18,11 @@
 //     heard from a leader, learnt of a new one, or seen its term move (a
 //     replica ahead of it called an election), stands down.
 //
+// A follower whose log is behind a peer's leaves the election to that
+// peer (PeerAhead), which would refuse it its vote. After a crash, if the
+// peer has called none by the time its turn is over (NudgeWait), the
+// follower asks it to (NudgeTarget).
+//
 // Safety never depends on these decisions: votes still need a majority
 // and an up-to-date log. Only who starts an election, and when, changes.
 //

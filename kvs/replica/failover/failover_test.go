@@ -223,52 +223,68 @@ func TestPeerAheadLeavesTheElectionToIt(t *testing.T) {
 
 func TestNudgeWait(t *testing.T) {
 	v := view("b", "a")
-	require.Equal(t, 2*tm.Stagger, failover.NudgeWait(v, 0, hb, tm), "the last peer's turn and one stagger more")
+	probed := 100 * time.Millisecond
+	require.Equal(t, tm.Stagger+tm.ProbeHold, failover.NudgeWait(v, probed, hb, tm), "the last peer's turn and a probe's hold")
 	five := failover.View{Self: "b", Replicas: []string{"a", "b", "c", "d", "e"}, Leader: "a", Follower: true}
-	require.Equal(t, 4*tm.Stagger, failover.NudgeWait(five, 0, hb, tm))
-	long := 4 * time.Second
-	require.Equal(t, long/5-100*time.Millisecond+tm.Stagger, failover.NudgeWait(v, 100*time.Millisecond, long, tm),
-		"two heartbeat intervals from the suspicion, when they are longer than the turn")
+	require.Equal(t, 3*tm.Stagger+tm.ProbeHold, failover.NudgeWait(five, probed, hb, tm))
+	require.Equal(t, 2*hb/5+tm.SilenceSlack, failover.NudgeWait(v, 0, hb, tm), "a peer cannot have been silent long enough yet")
+	long := 2 * time.Second
+	require.Equal(t, 2*long/5+tm.SilenceSlack-probed, failover.NudgeWait(v, probed, long, tm),
+		"until the peer can have been silent long enough, when that is longer than the turn")
+	require.Less(t, failover.NudgeWait(v, 200*time.Millisecond, hb, tm)+200*time.Millisecond, hb,
+		"the nudge comes before the peer's own timer can fire")
 }
 
 func TestNudgeTarget(t *testing.T) {
 	log := func(term, index uint64) failover.LogPosition { return failover.LogPosition{Term: term, Index: index} }
-	v := failover.View{Self: "b", Replicas: []string{"a", "b", "c", "d", "e"}, Leader: "a", Follower: true, Log: log(3, 100)}
+	three := failover.View{Self: "b", Replicas: reps, Leader: "a", Follower: true, Log: log(3, 100)}
+	five := three
+	five.Replicas = []string{"a", "b", "c", "d", "e"}
 	elapsed := 700 * time.Millisecond
 	silent := elapsed - tm.SilenceSlack
+	ahead := func(r string, since time.Duration, l failover.LogPosition) failover.Report {
+		return failover.Report{Replica: r, Leader: "a", SinceContact: since, Log: l}
+	}
 	cases := []struct {
 		name    string
 		view    failover.View
 		reports []failover.Report
 		want    string
 	}{
-		{"the peer ahead, silent as long", v, []failover.Report{{Replica: "c", Leader: "a", SinceContact: silent, Log: log(3, 101)}}, "c"},
-		{"the peer ahead has forgotten the leader", v, []failover.Report{{Replica: "c", SinceContact: silent, Log: log(3, 101)}}, "c"},
-		{"the peer ahead still hears the leader", v, []failover.Report{{Replica: "c", Leader: "a", SinceContact: silent - time.Millisecond, Log: log(3, 101)}}, ""},
-		{"no peer ahead", v, []failover.Report{{Replica: "c", Leader: "a", SinceContact: time.Second, Log: log(3, 100)}}, ""},
-		{"a later term is ahead", v, []failover.Report{{Replica: "c", Leader: "a", SinceContact: time.Second, Log: log(4, 1)}}, "c"},
-		{"the most up to date of two", v, []failover.Report{
-			{Replica: "c", Leader: "a", SinceContact: time.Second, Log: log(3, 101)},
-			{Replica: "d", Leader: "a", SinceContact: time.Second, Log: log(3, 104)},
-			{Replica: "e", Leader: "a", SinceContact: time.Second, Log: log(3, 102)}}, "d"},
-		{"a peer leads", v, []failover.Report{
-			{Replica: "c", Leader: "a", SinceContact: time.Second, Log: log(3, 101)},
-			{Replica: "d", IsLeader: true, Log: log(4, 1)}}, ""},
-		{"a peer follows a new leader", v, []failover.Report{
-			{Replica: "c", Leader: "a", SinceContact: time.Second, Log: log(3, 101)},
-			{Replica: "d", Leader: "e", Log: log(4, 1)}}, ""},
-		{"the old leader's own report", v, []failover.Report{{Replica: "a", SinceContact: time.Second, Log: log(3, 200)}}, ""},
-		{"not a follower", failover.View{Self: "b", Replicas: v.Replicas, Leader: "a", Log: v.Log},
-			[]failover.Report{{Replica: "c", Leader: "a", SinceContact: time.Second, Log: log(3, 101)}}, ""},
+		{"the peer ahead, silent as long", three, []failover.Report{ahead("c", silent, log(3, 101))}, "c"},
+		{"the peer ahead has forgotten the leader", three, []failover.Report{{Replica: "c", SinceContact: silent, Log: log(3, 101)}}, "c"},
+		{"the peer ahead still hears the leader", three, []failover.Report{ahead("c", silent-time.Millisecond, log(3, 101))}, ""},
+		{"the peer ahead is a candidate already", three, []failover.Report{{Replica: "c", IsCandidate: true, SinceContact: time.Second, Log: log(3, 101)}}, ""},
+		{"no peer ahead", three, []failover.Report{ahead("c", time.Second, log(3, 100))}, ""},
+		{"a later term is ahead", three, []failover.Report{ahead("c", time.Second, log(4, 1))}, "c"},
+		{"this replica has forgotten the leader it gave up on", failover.View{Self: "b", Replicas: reps, Follower: true, Log: log(3, 100)},
+			[]failover.Report{ahead("c", time.Second, log(3, 101))}, ""},
+		{"the old leader's own report", three, []failover.Report{{Replica: "a", IsLeader: true, Log: log(3, 200)}, ahead("c", time.Second, log(3, 101))}, "c"},
+		{"not a follower", failover.View{Self: "b", Replicas: reps, Leader: "a", Log: three.Log},
+			[]failover.Report{ahead("c", time.Second, log(3, 101))}, ""},
+		{"five: the most up to date of three ahead", five, []failover.Report{
+			ahead("c", time.Second, log(3, 101)), ahead("d", time.Second, log(3, 104)), ahead("e", time.Second, log(3, 102))}, "d"},
+		{"five: the later term wins over the longer log", five, []failover.Report{
+			ahead("c", time.Second, log(3, 900)), ahead("d", time.Second, log(4, 2)), ahead("e", time.Second, log(3, 100))}, "d"},
+		{"five: the one ahead is not silent, the silent one is not ahead", five, []failover.Report{
+			ahead("c", 0, log(3, 101)), ahead("d", time.Second, log(3, 100)), ahead("e", time.Second, log(3, 99))}, ""},
+		{"five: only two of five silent", five, []failover.Report{
+			ahead("c", time.Second, log(3, 101)), ahead("d", 0, log(3, 100)), ahead("e", 0, log(3, 100))}, ""},
+		{"five: a peer leads", five, []failover.Report{
+			ahead("c", time.Second, log(3, 101)), ahead("e", time.Second, log(3, 100)), {Replica: "d", IsLeader: true, Log: log(4, 1)}}, ""},
+		{"five: a peer follows a new leader", five, []failover.Report{
+			ahead("c", time.Second, log(3, 101)), ahead("e", time.Second, log(3, 100)), {Replica: "d", Leader: "e", Log: log(4, 1)}}, ""},
+		{"five: a peer answers twice", five, []failover.Report{
+			ahead("c", time.Second, log(3, 101)), ahead("c", time.Second, log(3, 101))}, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, ok := failover.NudgeTarget(c.view, c.reports, elapsed, tm)
+			got, ok := failover.NudgeTarget(c.view, c.reports, elapsed, hb, tm)
 			require.Equal(t, c.want, got)
 			require.Equal(t, c.want != "", ok)
 		})
 	}
-	early := []failover.Report{{Replica: "c", Leader: "a", SinceContact: tm.SilenceSlack - time.Millisecond, Log: log(3, 101)}}
-	_, ok := failover.NudgeTarget(v, early, 0, tm)
-	require.False(t, ok, "a peer must have been silent two heartbeat intervals at least")
+	early := []failover.Report{ahead("c", 2*hb/5-time.Millisecond, log(3, 101))}
+	_, ok := failover.NudgeTarget(three, early, 0, hb, tm)
+	require.False(t, ok, "a peer must have been silent two of a live leader's longest heartbeat intervals at least")
 }

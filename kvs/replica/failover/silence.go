@@ -6,8 +6,9 @@ import "time"
 type Report struct {
 	// Replica is the address of the replica that answered.
 	Replica string
-	// IsLeader says whether it leads the shard itself.
-	IsLeader bool
+	// IsLeader says whether it leads the shard itself; IsCandidate
+	// whether it is a candidate.
+	IsLeader, IsCandidate bool
 	// Leader is the leader it knows; "" when none.
 	Leader string
 	// SinceContact is how long it has not heard from its leader.
