@@ -55,9 +55,9 @@ func PeerAhead(v View, reports []Report) bool {
 	return false
 }
 
-// NudgeWait is how long a follower that left the election to a peer
-// whose log is ahead (PeerAhead) waits, from the moment it decided to, a
-// suspicion elapsed ago, before it asks that peer to call the election
+// NudgeWait is how long, from now, a follower that suspected a crash
+// elapsed ago and left the election to a peer whose log is ahead
+// (PeerAhead) waits before it asks that peer to call the election
 // (NudgeTarget): the longest wait a peer can have (CrashWait with the
 // last turn of the shard's order) and a ProbeHold more for the peer's own
 // probes. A peer that noticed the crash has called its election by then,
@@ -84,12 +84,13 @@ func minSilence(heartbeatTimeout time.Duration) time.Duration { return 2 * heart
 // should ask to call the election. v.Leader is the leader it gave up on.
 //
 // A peer is silent when it has not heard from that leader for elapsed
-// less Timing.SilenceSlack, and for minSilence at least. There is a target only when a majority of
-// the shard, this follower included, is silent, and then it is the most up
-// to date of the silent peers whose logs are ahead of this follower's and
-// that are followers: a candidate would drop the nudge when its own
-// election round ends. There is none when a peer leads, or follows a
-// leader other than v's: the shard has a leader again.
+// less Timing.SilenceSlack, and for minSilence at least. There is a
+// target only when a majority of the shard, this follower included, is
+// silent, and then it is the most up to date of the silent peers whose
+// logs are ahead of this follower's and that are followers: a candidate
+// would drop the nudge when its own election round ends. There is none
+// when a peer leads, or follows a leader other than v's: the shard has a
+// leader again.
 //
 // The peer may have missed the crash: in a chaos run a leader cut off link
 // by link left one follower's probe of it answered, and the shard waited
