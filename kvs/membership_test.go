@@ -624,7 +624,11 @@ func TestReconcileClosesStrayMetaReplica(t *testing.T) {
 // TestLeaderAskedToLeaveHandsOver: a shard's leader asked to remove
 // itself (as a move's last step asks when the hand-over it made did not
 // stick) hands leadership to another voter and answers NotLeader; it
-// stays a member, and the new leader then removes it.
+// stays a member, and the new leader then removes it. A hand-over that
+// does not complete within an election timeout (Raft's bound on a
+// leadership transfer, which a busy machine running the other tests can
+// exceed) is an error that changes nothing, and the test asks again, as
+// the membership driver does.
 func TestLeaderAskedToLeaveHandsOver(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs elections")
@@ -634,7 +638,15 @@ func TestLeaderAskedToLeaveHandsOver(t *testing.T) {
 	old := c.leader(0)
 	require.GreaterOrEqual(t, old, 0)
 	leave := wire.MembershipRequest{Op: wire.RemoveMember, Shard: 0, Addr: c.addrs[old]}
-	rep, err := admin.Membership(c.addrs[old], leave, 5*time.Second)
+	var rep wire.MembershipReply
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		rep, err = admin.Membership(c.addrs[old], leave, 5*time.Second)
+		if err == nil || !strings.Contains(err.Error(), "could not hand leadership over") || time.Now().After(deadline) {
+			break
+		}
+		t.Logf("asked again: %v", err)
+	}
 	require.NoError(t, err)
 	require.True(t, rep.NotLeader, "the leader removed itself, or kept leading")
 	var now int
