@@ -39,8 +39,8 @@ func settled(c *replCluster) bool {
 // the Raft connections it leaves broken would fail the next trial's first
 // vote requests (hashicorp/raft does not retry them), which real packet
 // loss, retransmitted by TCP, does not do.
-// fault returns when the fault began, for a fault that needs set-up
-// first; opts configure each trial's cluster.
+// fault returns when the fault began, after any set-up of its own
+// (atOnce for one that has none); opts configure each trial's cluster.
 func failoverTrials(t *testing.T, what string, limit time.Duration, fault func(c *replCluster, l int) time.Time,
 	undo func(c *replCluster, l int), opts ...func(*replCluster)) {
 	var took []time.Duration
@@ -69,6 +69,16 @@ func failoverTrials(t *testing.T, what string, limit time.Duration, fault func(c
 	require.Less(t, took[1], limit, "median of %v", took)
 }
 
+// atOnce makes f, a fault that begins when it is called, a fault for
+// failoverTrials.
+func atOnce(f func(c *replCluster, l int)) func(c *replCluster, l int) time.Time {
+	return func(c *replCluster, l int) time.Time {
+		start := time.Now()
+		f(c, l)
+		return start
+	}
+}
+
 // TestReplicatedFastFailoverOnCrash: when a leader's process goes away
 // (its connections close and its port refuses), a follower takes over
 // well before the 800 ms heartbeat timeout could even run out. Each trial
@@ -76,7 +86,7 @@ func failoverTrials(t *testing.T, what string, limit time.Duration, fault func(c
 // know the leader yet, and then only the timeouts help.
 func TestReplicatedFastFailoverOnCrash(t *testing.T) {
 	failoverTrials(t, "stopped", 700*time.Millisecond,
-		func(c *replCluster, l int) time.Time { start := time.Now(); c.stop(l); return start },
+		atOnce(func(c *replCluster, l int) { c.stop(l) }),
 		func(c *replCluster, l int) { c.start(l); c.waitLeader(0, -1) })
 }
 
@@ -119,7 +129,7 @@ func TestReplicatedSilentLeaderReplacedQuickly(t *testing.T) {
 		t.Skip("three silent-leader trials")
 	}
 	failoverTrials(t, "muted", 1500*time.Millisecond,
-		func(c *replCluster, l int) time.Time { start := time.Now(); c.mute(l, true); return start },
+		atOnce(func(c *replCluster, l int) { c.mute(l, true) }),
 		func(c *replCluster, l int) { c.mute(l, false) })
 }
 

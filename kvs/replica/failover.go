@@ -125,10 +125,8 @@ func (g *Group) probeAll(v failover.View) map[string]failover.Probe {
 // says so, given the term when the decision was taken. It returns false
 // when the replica closes.
 func (g *Group) electInTurn(wait time.Duration, since time.Time, term uint64, old, why string) bool {
-	select {
-	case <-g.stop:
+	if !g.sleep(wait) {
 		return false
-	case <-time.After(wait):
 	}
 	if failover.StillElect(g.now(), failover.Decision{At: since, Term: term, Leader: old}) {
 		g.log.Warn(why, "leader", old)
@@ -150,10 +148,8 @@ func (g *Group) electInTurn(wait time.Duration, since time.Time, term uint64, ol
 // follower's vote, which moves its term: the window is that of a vote
 // request crossing the nudge.
 func (g *Group) nudgeInTurn(v failover.View, since time.Time, term uint64) bool {
-	select {
-	case <-g.stop:
+	if !g.sleep(failover.NudgeWait(v, time.Since(since), g.heartbeat, g.timing)) {
 		return false
-	case <-time.After(failover.NudgeWait(v, time.Since(since), g.heartbeat, g.timing)):
 	}
 	gaveUp := failover.Decision{At: since, Term: term, Leader: v.Leader}
 	if !failover.StillElect(g.now(), gaveUp) {
@@ -168,6 +164,16 @@ func (g *Group) nudgeInTurn(v failover.View, since time.Time, term uint64) bool 
 		g.timeoutNow(peer)
 	}
 	return true
+}
+
+// sleep waits d, and returns false if the replica closes meanwhile.
+func (g *Group) sleep(d time.Duration) bool {
+	select {
+	case <-g.stop:
+		return false
+	case <-time.After(d):
+		return true
+	}
 }
 
 // now returns what this replica knows at this moment, for
