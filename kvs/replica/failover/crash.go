@@ -47,8 +47,8 @@ func CrashedLeader(v View, probes map[string]Probe, t Timing) (wait time.Duratio
 // candidate that cannot win only raises terms while the shard has no
 // leader (a chaos run lost 2.5 s so).
 func PeerAhead(v View, reports []Report) bool {
-	for _, r := range reports {
-		if r.Replica != v.Self && r.Replica != v.Leader && v.Log.Behind(r.Log) {
+	for r := range v.peers(reports) {
+		if v.Log.Behind(r.Log) {
 			return true
 		}
 	}
@@ -101,17 +101,12 @@ func NudgeTarget(v View, reports []Report, elapsed, heartbeatTimeout time.Durati
 	}
 	silentFor := max(elapsed-t.SilenceSlack, minSilence(heartbeatTimeout))
 	silent := 1
-	counted := map[string]bool{}
 	var target string
 	var best LogPosition
-	for _, r := range reports {
-		if r.Replica == v.Self || r.Replica == v.Leader || counted[r.Replica] {
-			continue
-		}
-		if r.IsLeader || (r.Leader != "" && r.Leader != v.Leader) {
+	for r := range v.peers(reports) {
+		if r.followsOther(v.Leader) {
 			return "", false
 		}
-		counted[r.Replica] = true
 		if r.SinceContact < silentFor {
 			continue
 		}

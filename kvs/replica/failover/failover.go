@@ -32,6 +32,7 @@
 package failover
 
 import (
+	"iter"
 	"slices"
 	"time"
 )
@@ -138,6 +139,23 @@ func (p LogPosition) Behind(q LogPosition) bool {
 // ahead reports whether replica r comes before v.Self in the shard's order.
 func (v View) ahead(r string) bool {
 	return slices.Index(v.Replicas, r) < slices.Index(v.Replicas, v.Self)
+}
+
+// peers yields the reports of the shard's replicas other than v.Self and
+// v.Leader, only the first of each replica's.
+func (v View) peers(reports []Report) iter.Seq[Report] {
+	return func(yield func(Report) bool) {
+		seen := map[string]bool{v.Self: true, v.Leader: true}
+		for _, r := range reports {
+			if seen[r.Replica] {
+				continue
+			}
+			seen[r.Replica] = true
+			if !yield(r) {
+				return
+			}
+		}
+	}
 }
 
 // majority reports whether n replicas are a majority of the shard.

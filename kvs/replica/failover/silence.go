@@ -17,6 +17,12 @@ type Report struct {
 	Log LogPosition
 }
 
+// followsOther reports whether the replica that answered r leads, or
+// follows a leader other than leader: the shard has another leader.
+func (r Report) followsOther(leader string) bool {
+	return r.IsLeader || (r.Leader != "" && r.Leader != leader)
+}
+
 // AskAboutSilence says whether a follower should ask its peers about its
 // leader's silence now: it follows a known leader, has not heard from it
 // for a heartbeat timeout less Timing.SilenceSlack, and did not ask within
@@ -46,15 +52,10 @@ func SilentMajority(v View, reports []Report, heartbeatTimeout time.Duration, t 
 		return 0, false
 	}
 	silent, ahead := 1, 0
-	counted := map[string]bool{}
-	for _, r := range reports {
-		if r.Replica == v.Self || r.Replica == v.Leader || counted[r.Replica] {
+	for r := range v.peers(reports) {
+		if r.followsOther(v.Leader) {
 			continue
 		}
-		if r.IsLeader || (r.Leader != "" && r.Leader != v.Leader) {
-			continue
-		}
-		counted[r.Replica] = true
 		if v.Log.Behind(r.Log) {
 			return 0, false
 		}
