@@ -110,7 +110,7 @@ type Group struct {
 	raft      *raft.Raft
 	fsm       *shardFSM
 	stream    *stream
-	transport *raft.NetworkTransport
+	transport *preVoteGuard
 	dial      DialFunc
 	heartbeat time.Duration // the heartbeat timeout
 	timing    failover.Timing
@@ -198,9 +198,9 @@ func openGroup(gc groupConfig) (g *Group, err error) {
 		return nil, err
 	}
 	g.stream = newStream(gc.shard, gc.self, gc.dial)
-	g.transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+	g.transport = newPreVoteGuard(raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: g.stream, MaxPool: transportPool, MaxRPCsInFlight: rpcsInFlight, Timeout: transportTimeout, Logger: hlog,
-	})
+	}))
 	defer func() {
 		if err != nil {
 			_ = g.transport.Close()
@@ -227,6 +227,7 @@ func openGroup(gc groupConfig) (g *Group, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("replica: shard %d raft: %w", gc.shard, err)
 	}
+	g.transport.start(g.refusePreVote)
 	if !existing && !gc.join {
 		var conf raft.Configuration
 		for _, r := range gc.replicas {

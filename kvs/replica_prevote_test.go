@@ -1,0 +1,80 @@
+package kvs_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/stretchr/testify/require"
+
+	"github.com/batchkv/batchkv/kvs/replica"
+)
+
+// preVote sends server addr a pre-vote request from peer, for term, from
+// a log that ends at lastIndex in lastTerm, and returns the answer.
+func (a *attacker) preVote(addr, peer string, term, lastIndex, lastTerm uint64) (raft.RequestPreVoteResponse, error) {
+	var resp raft.RequestPreVoteResponse
+	req := &raft.RequestPreVoteRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax,
+		ID: []byte(peer), Addr: []byte(peer)}, Term: term, LastLogIndex: lastIndex, LastLogTerm: lastTerm}
+	err := a.trans.RequestPreVote(raft.ServerID(addr), raft.ServerAddress(addr), req, &resp)
+	return resp, err
+}
+
+// TestReplicatedCandidateRefusesPreVoteForItsTerm: a replica that stands
+// in a term, and so has voted for itself in it, refuses a peer the
+// pre-vote for that same term when the peer's log is no more up to date
+// than its own; it grants one from a peer whose log is ahead.
+// hashicorp/raft alone grants both, and the first splits the vote: the
+// peer stands in the same term and votes for itself (failover.RefusePreVote).
+//
+// The candidate is made with a TimeoutNow, as the failover paths make one,
+// after its Raft links are cut: its vote requests go nowhere, so it stays
+// a candidate, and no heartbeat of the old leader reaches it (one that
+// arrives between the TimeoutNow and the new term makes hashicorp/raft's
+// candidate note that leader, and refuse every pre-vote for it). The
+// pre-votes come from the test, which signs them with the other
+// follower's address (the cluster runs without TLS). 2 s timeouts keep
+// Raft's own timers out of the way.
+func TestReplicatedCandidateRefusesPreVoteForItsTerm(t *testing.T) {
+	timing := replica.DefaultTiming()
+	timing.HeartbeatTimeout, timing.ElectionTimeout, timing.LeaderLeaseTimeout = 2*time.Second, 2*time.Second, 2*time.Second
+	c := newReplCluster(t, 3, 3, 1, func(c *replCluster) { c.timing = timing })
+	require.Eventually(t, func() bool { return settled(c) }, 20*time.Second, 50*time.Millisecond)
+	l := c.leader(0)
+	require.GreaterOrEqual(t, l, 0)
+	cand, peer := (l+1)%3, (l+2)%3
+	st, err := c.status(cand)
+	require.NoError(t, err)
+	before := st.Shards[0]
+
+	c.isolate(cand, true)
+	a := newAttacker(t, nil)
+	require.NoError(t, a.timeoutNow(c.addrs[cand]))
+	term := before.Term + 1
+	require.Eventually(t, func() bool {
+		st, err := c.status(cand)
+		return err == nil && st.Shards[0].Term == term && st.Shards[0].State == "Candidate"
+	}, 2*time.Second, 5*time.Millisecond, "the replica must stand in term %d", term)
+
+	// The candidate's term is set a moment before its vote is on disk;
+	// the pre-vote is asked again until the vote is there.
+	var resp raft.RequestPreVoteResponse
+	for deadline := time.Now().Add(time.Second); ; time.Sleep(20 * time.Millisecond) {
+		resp, err = a.preVote(c.addrs[cand], c.addrs[peer], term, before.LastIndex, before.LastLogTerm)
+		if (err == nil && !resp.Granted) || time.Now().After(deadline) {
+			break
+		}
+	}
+	require.NoError(t, err)
+	require.False(t, resp.Granted, "a pre-vote for the candidate's own term was granted")
+	require.Equal(t, term, resp.Term, "refused in the candidate's term, not because it moved on")
+
+	resp, err = a.preVote(c.addrs[cand], c.addrs[peer], term, before.LastIndex+1, before.LastLogTerm)
+	require.NoError(t, err)
+	require.True(t, resp.Granted, "a peer whose log is ahead must get the pre-vote")
+
+	st, err = c.status(cand)
+	require.NoError(t, err)
+	require.Equal(t, term, st.Shards[0].Term, "the candidate's term moved during the test")
+	require.Equal(t, "Candidate", st.Shards[0].State)
+}
