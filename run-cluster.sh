@@ -63,6 +63,16 @@ Options:
   --top              while the load runs, show 'kvsctl top' (every server's
                      ops/s, CPU, memory, network, connections, errors, and
                      each shard's leader and lag) instead of one line a second
+  --thp MODE         on this machine, set transparent huge pages to MODE
+                     (always, madvise or never) for the run and restore the
+                     old mode after it; keep leaves it as it is. Default:
+                     always, when this user may write
+                     /sys/kernel/mm/transparent_hugepage/enabled. The Go
+                     runtime asks for no huge pages, so under madvise (a
+                     common default) the stores and the clients' key tables
+                     sit in 4 KiB pages and nearly every lookup misses the
+                     TLB; RF=3 ran at 0.35-0.44 of RF=1 that way on a 2-core
+                     VM, and at 0.68-0.70 with always (docs/results.md)
   -h, --help         this help
 
 Logs go to logs/<timestamp>/ (server-<node>.log, client-<node>.log,
@@ -90,6 +100,9 @@ TOP=0
 KEEP_DATA=0
 SPARES=0
 GROW_AT=""
+THP=auto
+THP_FILE="${BATCHKV_THP_FILE:-/sys/kernel/mm/transparent_hugepage/enabled}"
+THP_WAS="" # the mode to restore on exit, once this script has changed it
 
 TLS=auto
 while [[ $# -gt 0 && $1 == -* ]]; do
@@ -105,6 +118,7 @@ while [[ $# -gt 0 && $1 == -* ]]; do
         --keep-data) KEEP_DATA=1; shift ;;
         --spares) SPARES="${2:?--spares needs a number}"; shift 2 ;;
         --grow-at) GROW_AT="${2:?--grow-at needs seconds}"; shift 2 ;;
+        --thp) THP="${2:?--thp needs always, madvise, never or keep}"; shift 2 ;;
         *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -147,6 +161,7 @@ fi
 if ! [[ $SPARES =~ ^[0-9]+$ ]] || { [[ -n $GROW_AT ]] && ! [[ $GROW_AT =~ ^[0-9]+$ ]]; }; then
     echo "--spares and --grow-at take whole numbers" >&2; exit 2
 fi
+case $THP in auto|keep|always|madvise|never) ;; *) echo "--thp takes always, madvise, never or keep" >&2; exit 2 ;; esac
 if [[ -n $GROW_AT ]] && (( SPARES == 0 )); then
     echo "--grow-at needs --spares" >&2; exit 2
 fi
@@ -192,10 +207,32 @@ cleanup() {
     for pid in "${LOCAL_PIDS[@]+"${LOCAL_PIDS[@]}"}"; do
         wait "$pid" 2>/dev/null || true
     done
+    if [[ -n $THP_WAS ]]; then
+        echo "$THP_WAS" > "$THP_FILE" 2>/dev/null || echo "could not restore transparent huge pages to $THP_WAS in $THP_FILE" >&2
+    fi
     exit "$status"
 }
 trap cleanup EXIT
 trap 'echo "interrupted"; exit 130' INT TERM
+
+# Transparent huge pages on this machine (--thp): the mode in brackets.
+if [[ $MODE == local ]]; then
+    thp_now=$(sed -n 's/.*\[\(.*\)\].*/\1/p' "$THP_FILE" 2>/dev/null || true)
+    thp_want=$THP
+    if [[ $THP == auto ]]; then thp_want=always; fi
+    if [[ -z $thp_now ]]; then
+        echo "huge pages:   unknown (no $THP_FILE)"
+    elif [[ $thp_want == keep || $thp_want == "$thp_now" ]]; then
+        echo "huge pages:   $thp_now"
+    elif echo "$thp_want" > "$THP_FILE" 2>/dev/null; then
+        THP_WAS=$thp_now
+        echo "huge pages:   $thp_want for this run (was $thp_now; restored after it; --thp keep leaves it)"
+    elif [[ $THP == auto ]]; then
+        echo "huge pages:   $thp_now (could not set always: not root; see --thp in --help)"
+    else
+        echo "--thp $THP: cannot write $THP_FILE (run as root)" >&2; exit 2
+    fi
+fi
 
 # start NAME HOST ROLE ARGS...: run bin/ROLE with ARGS on HOST (locally in
 # local mode), logging to LOG_DIR/ROLE-NAME.log; sets STARTED_PID (and, over
