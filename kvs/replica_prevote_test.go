@@ -21,11 +21,15 @@ func (a *attacker) preVote(addr, peer string, term, lastIndex, lastTerm uint64) 
 }
 
 // TestReplicatedCandidateRefusesPreVoteForItsTerm: a replica that stands
-// in a term, and so has voted for itself in it, refuses a peer the
-// pre-vote for that same term when the peer's log is no more up to date
-// than its own; it grants one from a peer whose log is ahead.
-// hashicorp/raft alone grants both, and the first splits the vote: the
-// peer stands in the same term and votes for itself (failover.RefusePreVote).
+// in a term, and so votes for itself in it, refuses a peer the pre-vote
+// for that same term when the peer's log is no more up to date than its
+// own, and grants one to a peer whose log is ahead. hashicorp/raft alone
+// grants both, and the first splits the vote: the peer stands in the same
+// term and votes for itself (failover.RefusePreVote). The refusal holds
+// from the moment the replica is asked to stand, before Raft has written
+// its vote (the first pre-vote follows the TimeoutNow at once), and once
+// Raft has (the last, after the heartbeat timeout for which the guard
+// itself remembers).
 //
 // The candidate is made with a TimeoutNow, as the failover paths make one,
 // after its Raft links are cut: its vote requests go nowhere, so it stays
@@ -34,7 +38,8 @@ func (a *attacker) preVote(addr, peer string, term, lastIndex, lastTerm uint64) 
 // candidate note that leader, and refuse every pre-vote for it). The
 // pre-votes come from the test, which signs them with the other
 // follower's address (the cluster runs without TLS). 2 s timeouts keep
-// Raft's own timers out of the way.
+// Raft's own timers out of the way; after one, the candidate only asks
+// for pre-votes again, in the same term.
 func TestReplicatedCandidateRefusesPreVoteForItsTerm(t *testing.T) {
 	timing := replica.DefaultTiming()
 	timing.HeartbeatTimeout, timing.ElectionTimeout, timing.LeaderLeaseTimeout = 2*time.Second, 2*time.Second, 2*time.Second
@@ -43,36 +48,34 @@ func TestReplicatedCandidateRefusesPreVoteForItsTerm(t *testing.T) {
 	l := c.leader(0)
 	require.GreaterOrEqual(t, l, 0)
 	cand, peer := (l+1)%3, (l+2)%3
+	c.isolate(cand, true)
 	st, err := c.status(cand)
 	require.NoError(t, err)
 	before := st.Shards[0]
-
-	c.isolate(cand, true)
-	a := newAttacker(t, nil)
-	require.NoError(t, a.timeoutNow(c.addrs[cand]))
 	term := before.Term + 1
+	a := newAttacker(t, nil)
+	ask := func(lastIndex uint64) raft.RequestPreVoteResponse {
+		t.Helper()
+		resp, err := a.preVote(c.addrs[cand], c.addrs[peer], term, lastIndex, before.LastLogTerm)
+		require.NoError(t, err)
+		return resp
+	}
+
+	require.NoError(t, a.timeoutNow(c.addrs[cand]))
+	resp := ask(before.LastIndex)
+	require.False(t, resp.Granted, "a pre-vote for the term the replica was just asked to stand in was granted")
+	require.Equal(t, term, resp.Term)
+
 	require.Eventually(t, func() bool {
 		st, err := c.status(cand)
 		return err == nil && st.Shards[0].Term == term && st.Shards[0].State == "Candidate"
 	}, 2*time.Second, 5*time.Millisecond, "the replica must stand in term %d", term)
+	require.True(t, ask(before.LastIndex+1).Granted, "a peer whose log is ahead must get the pre-vote")
 
-	// The candidate's term is set a moment before its vote is on disk;
-	// the pre-vote is asked again until the vote is there.
-	var resp raft.RequestPreVoteResponse
-	for deadline := time.Now().Add(time.Second); ; time.Sleep(20 * time.Millisecond) {
-		resp, err = a.preVote(c.addrs[cand], c.addrs[peer], term, before.LastIndex, before.LastLogTerm)
-		if (err == nil && !resp.Granted) || time.Now().After(deadline) {
-			break
-		}
-	}
-	require.NoError(t, err)
-	require.False(t, resp.Granted, "a pre-vote for the candidate's own term was granted")
+	time.Sleep(timing.HeartbeatTimeout + 100*time.Millisecond)
+	resp = ask(before.LastIndex)
+	require.False(t, resp.Granted, "a pre-vote for the candidate's own term was granted, its vote on disk")
 	require.Equal(t, term, resp.Term, "refused in the candidate's term, not because it moved on")
-
-	resp, err = a.preVote(c.addrs[cand], c.addrs[peer], term, before.LastIndex+1, before.LastLogTerm)
-	require.NoError(t, err)
-	require.True(t, resp.Granted, "a peer whose log is ahead must get the pre-vote")
-
 	st, err = c.status(cand)
 	require.NoError(t, err)
 	require.Equal(t, term, st.Shards[0].Term, "the candidate's term moved during the test")

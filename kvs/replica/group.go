@@ -124,6 +124,9 @@ type Group struct {
 	readyTerm atomic.Uint64
 	// lease lets a leader serve reads without a log entry (lease.go).
 	lease lease
+	// standing is the vote this replica is about to cast for itself
+	// (prevote.go).
+	standing standing
 
 	notify   chan bool
 	observed chan raft.Observation
@@ -227,7 +230,7 @@ func openGroup(gc groupConfig) (g *Group, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("replica: shard %d raft: %w", gc.shard, err)
 	}
-	g.transport.start(g.refusePreVote)
+	g.transport.start(g.stands, g.refusePreVote)
 	if !existing && !gc.join {
 		var conf raft.Configuration
 		for _, r := range gc.replicas {

@@ -3,6 +3,7 @@ package replica
 import (
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -24,6 +25,7 @@ type preVoteGuard struct {
 	rpcs chan raft.RPC
 	stop chan struct{}
 	once sync.Once
+	wg   sync.WaitGroup
 }
 
 func newPreVoteGuard(t *raft.NetworkTransport) *preVoteGuard {
@@ -34,9 +36,12 @@ func newPreVoteGuard(t *raft.NetworkTransport) *preVoteGuard {
 func (t *preVoteGuard) Consumer() <-chan raft.RPC { return t.rpcs }
 
 // start passes the RPCs the peers send on to Raft until the guard closes.
-// A pre-vote that refuse answers (its reply and true) is answered there.
-func (t *preVoteGuard) start(refuse func(*raft.RequestPreVoteRequest) (*raft.RequestPreVoteResponse, bool)) {
+// It calls stands just before it passes on a TimeoutNow, and answers
+// there a pre-vote that refuse answers (its reply and true).
+func (t *preVoteGuard) start(stands func(), refuse func(*raft.RequestPreVoteRequest) (*raft.RequestPreVoteResponse, bool)) {
+	t.wg.Add(1)
 	go func() {
+		defer t.wg.Done()
 		in := t.NetworkTransport.Consumer()
 		for {
 			var rpc raft.RPC
@@ -45,7 +50,10 @@ func (t *preVoteGuard) start(refuse func(*raft.RequestPreVoteRequest) (*raft.Req
 			case <-t.stop:
 				return
 			}
-			if req, ok := rpc.Command.(*raft.RequestPreVoteRequest); ok {
+			switch req := rpc.Command.(type) {
+			case *raft.TimeoutNowRequest:
+				stands()
+			case *raft.RequestPreVoteRequest:
 				if resp, no := refuse(req); no {
 					rpc.Respond(resp, nil)
 					continue
@@ -63,31 +71,78 @@ func (t *preVoteGuard) start(refuse func(*raft.RequestPreVoteRequest) (*raft.Req
 // Close stops passing RPCs on, and closes the transport.
 func (t *preVoteGuard) Close() error {
 	t.once.Do(func() { close(t.stop) })
+	t.wg.Wait()
 	return t.NetworkTransport.Close()
 }
 
-// refusePreVote answers a pre-vote that failover.RefusePreVote refuses:
-// one for a term in which this replica has already voted for another
-// candidate, or stood itself, from a peer whose log is no more up to date
-// than its own.
-func (g *Group) refusePreVote(req *raft.RequestPreVoteRequest) (*raft.RequestPreVoteResponse, bool) {
-	term, err := g.logs.GetUint64(keyLastVoteTerm)
-	if err != nil || term < req.Term {
-		return nil, false
+// standing is the vote a replica is about to cast for itself: a
+// TimeoutNow makes Raft a candidate at once, but Raft writes its new term
+// and its vote to disk only after that, each with a sync, and a pre-vote
+// that arrives in between must meet the vote all the same.
+type standing struct {
+	mu    sync.Mutex
+	term  uint64
+	until time.Time // after this, Raft's own timers have taken over
+}
+
+// stands notes that this replica is about to stand in the term after its
+// current one.
+func (g *Group) stands() {
+	g.standing.mu.Lock()
+	defer g.standing.mu.Unlock()
+	g.standing.term, g.standing.until = g.raft.CurrentTerm()+1, time.Now().Add(g.heartbeat)
+}
+
+// lastVote returns the last vote this replica cast, or is about to cast
+// for itself (stands); ok false when it has none on record.
+func (g *Group) lastVote() (v failover.Vote, ok bool) {
+	if term, err := g.logs.GetUint64(keyLastVoteTerm); err == nil {
+		if cand, err := g.logs.Get(keyLastVoteCand); err == nil {
+			v, ok = failover.Vote{Term: term, For: string(cand)}, true
+		}
 	}
-	cand, err := g.logs.Get(keyLastVoteCand)
-	if err != nil {
+	g.standing.mu.Lock()
+	defer g.standing.mu.Unlock()
+	if g.standing.term > v.Term && time.Now().Before(g.standing.until) {
+		v, ok = failover.Vote{Term: g.standing.term, For: g.self}, true
+	}
+	return v, ok
+}
+
+// refusePreVote answers a pre-vote that failover.RefusePreVote refuses:
+// one for a term in which this replica, a voter, has already voted for
+// another candidate, or stood itself, from a peer whose log is no more up
+// to date than its own.
+func (g *Group) refusePreVote(req *raft.RequestPreVoteRequest) (*raft.RequestPreVoteResponse, bool) {
+	vote, ok := g.lastVote()
+	if !ok || vote.Term < req.Term {
 		return nil, false
 	}
 	p := failover.PreVote{From: string(req.Addr), Term: req.Term,
 		Log: failover.LogPosition{Term: req.LastLogTerm, Index: req.LastLogIndex}}
-	if !failover.RefusePreVote(failover.Vote{Term: term, For: string(cand)}, g.lastEntry(), p) {
+	if !failover.RefusePreVote(vote, g.lastEntry(), p) || !g.voter() {
 		return nil, false
 	}
 	g.log.Info("refused a pre-vote for a term this replica has voted in", "from", p.From, "term", p.Term,
-		"voted_for", string(cand))
+		"voted_for", vote.For)
 	return &raft.RequestPreVoteResponse{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax,
-		ID: []byte(g.self), Addr: []byte(g.self)}, Term: g.raft.CurrentTerm()}, true
+		ID: []byte(g.self), Addr: []byte(g.self)}, Term: max(g.raft.CurrentTerm(), req.Term)}, true
+}
+
+// voter reports whether this replica is a voter in its shard's latest
+// configuration: only a voter can stand, and so only a voter may refuse a
+// peer the pre-vote in favour of itself.
+func (g *Group) voter() bool {
+	f := g.raft.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	for _, s := range f.Configuration().Servers {
+		if s.ID == raft.ServerID(g.self) {
+			return s.Suffrage == raft.Voter
+		}
+	}
+	return false
 }
 
 // lastEntry returns the position of the last entry in this replica's log

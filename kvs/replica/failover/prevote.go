@@ -25,13 +25,14 @@ type PreVote struct {
 // skips the pre-vote) grants a peer whose timer fires a moment later a
 // pre-vote for T as well, the peer stands in T too and votes for itself,
 // and neither gets a majority until a timer ends the round. Refused, the
-// peer stays a follower in the earlier term and grants the candidate its
-// vote when the request arrives. etcd's raft refuses the same pre-vote.
+// peer does not stand in that term, and grants the candidate its vote
+// when the request arrives. etcd's raft refuses such a pre-vote whatever
+// the logs.
 //
 // The log condition keeps elections live: a replica refuses only a peer
 // it could beat in an election itself. A replica whose log is behind
 // grants the pre-vote, as Raft does, since the peer is the one that can
-// win.
+// win. (The replica must also be a voter, which the caller checks.)
 func RefusePreVote(vote Vote, own LogPosition, p PreVote) bool {
 	return vote.Term >= p.Term && vote.For != p.From && !own.Behind(p.Log)
 }
