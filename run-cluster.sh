@@ -70,9 +70,9 @@ Options:
                      /sys/kernel/mm/transparent_hugepage/enabled. The Go
                      runtime asks for no huge pages, so under madvise (a
                      common default) the stores and the clients' key tables
-                     sit in 4 KiB pages and nearly every lookup misses the
-                     TLB; RF=3 ran at 0.35-0.44 of RF=1 that way on a 2-core
-                     VM, and at 0.68-0.70 with always (docs/results.md)
+                     sit in 4 KiB pages; RF=3 ran at 0.35-0.44 of RF=1 that
+                     way on one 2-core VM, and at 0.68-0.70 with always
+                     (docs/results.md). Over SSH the nodes keep their mode.
   -h, --help         this help
 
 Logs go to logs/<timestamp>/ (server-<node>.log, client-<node>.log,
@@ -208,7 +208,7 @@ cleanup() {
         wait "$pid" 2>/dev/null || true
     done
     if [[ -n $THP_WAS ]]; then
-        echo "$THP_WAS" > "$THP_FILE" 2>/dev/null || echo "could not restore transparent huge pages to $THP_WAS in $THP_FILE" >&2
+        { echo "$THP_WAS" > "$THP_FILE"; } 2>/dev/null || echo "could not restore transparent huge pages to $THP_WAS in $THP_FILE" >&2
     fi
     exit "$status"
 }
@@ -221,10 +221,10 @@ if [[ $MODE == local ]]; then
     thp_want=$THP
     if [[ $THP == auto ]]; then thp_want=always; fi
     if [[ -z $thp_now ]]; then
-        echo "huge pages:   unknown (no $THP_FILE)"
+        echo "huge pages:   unknown (no mode in $THP_FILE)"
     elif [[ $thp_want == keep || $thp_want == "$thp_now" ]]; then
         echo "huge pages:   $thp_now"
-    elif echo "$thp_want" > "$THP_FILE" 2>/dev/null; then
+    elif { echo "$thp_want" > "$THP_FILE"; } 2>/dev/null; then
         THP_WAS=$thp_now
         echo "huge pages:   $thp_want for this run (was $thp_now; restored after it; --thp keep leaves it)"
     elif [[ $THP == auto ]]; then
@@ -232,6 +232,8 @@ if [[ $MODE == local ]]; then
     else
         echo "--thp $THP: cannot write $THP_FILE (run as root)" >&2; exit 2
     fi
+elif [[ $THP != auto && $THP != keep ]]; then
+    echo "huge pages:   --thp $THP applies to this machine only; the nodes keep their own mode"
 fi
 
 # start NAME HOST ROLE ARGS...: run bin/ROLE with ARGS on HOST (locally in
