@@ -2,7 +2,6 @@ package replica
 
 import (
 	"errors"
-	"fmt"
 	"net"
 	"sync"
 	"syscall"
@@ -59,12 +58,9 @@ func (g *Group) suspectLeader() {
 // decisions.
 func (g *Group) view() failover.View {
 	leader, _ := g.raft.LeaderWithID()
-	v := failover.View{Self: g.self, Replicas: g.Placement(), Leader: string(leader),
-		Follower: g.raft.State() == raft.Follower, Log: failover.LogPosition{Index: g.raft.LastIndex()}}
-	if t, ok := g.raft.Stats()["last_log_term"]; ok {
-		_, _ = fmt.Sscan(t, &v.Log.Term)
-	}
-	return v
+	return failover.View{Self: g.self, Replicas: g.Placement(), Leader: string(leader),
+		Follower: g.raft.State() == raft.Follower,
+		Log:      failover.LogPosition{Index: g.raft.LastIndex(), Term: statUint(g.raft.Stats(), "last_log_term")}}
 }
 
 // watchLeaderDeath checks the leader each time an inbound connection

@@ -466,12 +466,7 @@ func (g *Group) Status(withDigest bool) wire.ShardStatus {
 		st.Digest = g.fsm.digest()
 	}
 	stats := g.raft.Stats()
-	if s, ok := stats["last_snapshot_index"]; ok {
-		_, _ = fmt.Sscan(s, &st.Snapshot)
-	}
-	if s, ok := stats["last_log_term"]; ok {
-		_, _ = fmt.Sscan(s, &st.LastLogTerm)
-	}
+	st.Snapshot, st.LastLogTerm = statUint(stats, "last_snapshot_index"), statUint(stats, "last_log_term")
 	return st
 }
 

@@ -114,6 +114,8 @@ func (g *Group) lastVote() (v failover.Vote, ok bool) {
 // another candidate, or stood itself, from a peer whose log is no more up
 // to date than its own.
 func (g *Group) refusePreVote(req *raft.RequestPreVoteRequest) (*raft.RequestPreVoteResponse, bool) {
+	// RefusePreVote checks the term too; checked here first, it spares
+	// the common pre-vote (for a term not voted in) Raft's Stats.
 	vote, ok := g.lastVote()
 	if !ok || vote.Term < req.Term {
 		return nil, false
@@ -150,13 +152,18 @@ func (g *Group) voter() bool {
 // position Raft compares in its votes.
 func (g *Group) lastEntry() failover.LogPosition {
 	s := g.raft.Stats()
-	var log, snap failover.LogPosition
-	_, _ = fmt.Sscan(s["last_log_index"], &log.Index)
-	_, _ = fmt.Sscan(s["last_log_term"], &log.Term)
-	_, _ = fmt.Sscan(s["last_snapshot_index"], &snap.Index)
-	_, _ = fmt.Sscan(s["last_snapshot_term"], &snap.Term)
+	log := failover.LogPosition{Term: statUint(s, "last_log_term"), Index: statUint(s, "last_log_index")}
+	snap := failover.LogPosition{Term: statUint(s, "last_snapshot_term"), Index: statUint(s, "last_snapshot_index")}
 	if log.Index >= snap.Index {
 		return log
 	}
 	return snap
+}
+
+// statUint returns the number raft.Stats gives under key; 0 when it gives
+// none.
+func statUint(stats map[string]string, key string) uint64 {
+	var n uint64
+	_, _ = fmt.Sscan(stats[key], &n)
+	return n
 }
