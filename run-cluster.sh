@@ -69,9 +69,10 @@ Options:
                      always, when this user may write
                      /sys/kernel/mm/transparent_hugepage/enabled. The Go
                      runtime asks for no huge pages, so under madvise (a
-                     common default) the stores and the clients' key tables
-                     sit in 4 KiB pages; RF=3 ran at 0.35-0.44 of RF=1 that
-                     way on one 2-core VM, and at 0.68-0.70 with always
+                     common default) the heaps, which grow for the first
+                     20-25 s of a replicated load, are faulted in 4 KiB at a
+                     time; RF=3 ran at 0.35-0.44 of RF=1 that way on one
+                     2-core VM, and at 0.68-0.70 with always
                      (docs/results.md). Over SSH the nodes keep their mode.
   -h, --help         this help
 
