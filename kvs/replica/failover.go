@@ -176,8 +176,12 @@ func (g *Group) sleep(d time.Duration) bool {
 // failover.StillElect.
 func (g *Group) now() failover.Now {
 	leader, _ := g.raft.LeaderWithID()
-	return failover.Now{Follower: g.raft.State() == raft.Follower, LastContact: g.raft.LastContact(),
+	n := failover.Now{Follower: g.raft.State() == raft.Follower, LastContact: g.raft.LastContact(),
 		Leader: string(leader), Term: g.raft.CurrentTerm()}
+	if v, ok := g.lastVote(); ok && v.Term == n.Term && v.For != g.self {
+		n.VotedFor = v.For
+	}
+	return n
 }
 
 // timeoutNow makes the replica at addr, this one or a peer, a candidate

@@ -147,6 +147,9 @@ type Now struct {
 	LastContact time.Time // of any leader
 	Leader      string    // the leader it knows now; "" for none
 	Term        uint64
+	// VotedFor is the candidate it has voted for in Term, other than
+	// itself; "" for none. In a term with a leader, usually that leader.
+	VotedFor string
 }
 
 // StillElect says whether a follower that took decision d, and has waited
@@ -154,9 +157,14 @@ type Now struct {
 // heard from a leader since, knows of no leader other than the old one,
 // and its term has not moved (a replica ahead of it that called an
 // election first raised it with its vote request; calling another would
-// split the vote).
+// split the vote), and it has voted for no candidate in its term but the
+// old leader. A vote for another means an election is under way whose
+// winner has not been heard from yet: Raft keeps the old leader as the
+// one it knows until then, so a decision can be taken after the vote, in
+// the same term, and calling an election then would depose the winner as
+// it takes office.
 func StillElect(n Now, d Decision) bool {
-	if !n.Follower || n.LastContact.After(d.At) || n.Term != d.Term {
+	if !n.Follower || n.LastContact.After(d.At) || n.Term != d.Term || (n.VotedFor != "" && n.VotedFor != d.Leader) {
 		return false
 	}
 	return n.Leader == "" || n.Leader == d.Leader

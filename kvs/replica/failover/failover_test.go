@@ -78,6 +78,8 @@ func TestStillElect(t *testing.T) {
 		{"a new leader is known", func(n *failover.Now) { n.Leader = "c" }, false},
 		{"became candidate or leader", func(n *failover.Now) { n.Follower = false }, false},
 		{"someone else called an election meanwhile", func(n *failover.Now) { n.Term = 5 }, false},
+		{"voted for the old leader in its term", func(n *failover.Now) { n.VotedFor = "a" }, true},
+		{"voted for another candidate in its term", func(n *failover.Now) { n.VotedFor = "c" }, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
