@@ -181,6 +181,7 @@ func (g *Group) now() failover.Now {
 	if v, ok := g.lastVote(); ok && v.Term == n.Term && v.For != g.self {
 		n.VotedFor = v.For
 	}
+	n.Asked = g.askedTerm()
 	return n
 }
 

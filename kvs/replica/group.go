@@ -134,6 +134,7 @@ type Group struct {
 	// standing is the vote this replica is about to cast for itself
 	// (prevote.go).
 	standing standing
+	askedFor askedFor // the latest election a peer asked it to vote in
 
 	notify   chan bool
 	observed chan raft.Observation
@@ -237,7 +238,7 @@ func openGroup(gc groupConfig) (g *Group, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("replica: shard %d raft: %w", gc.shard, err)
 	}
-	g.transport.start(g.stands, g.refusePreVote)
+	g.transport.start(g.stands, g.asked, g.refusePreVote)
 	if !existing && !gc.join {
 		var conf raft.Configuration
 		for _, r := range gc.replicas {

@@ -36,9 +36,10 @@ func newPreVoteGuard(t *raft.NetworkTransport) *preVoteGuard {
 func (t *preVoteGuard) Consumer() <-chan raft.RPC { return t.rpcs }
 
 // start passes the RPCs the peers send on to Raft until the guard closes.
-// It calls stands just before it passes on a TimeoutNow, and answers
-// there a pre-vote that refuse answers (its reply and true).
-func (t *preVoteGuard) start(stands func(), refuse func(*raft.RequestPreVoteRequest) (*raft.RequestPreVoteResponse, bool)) {
+// It calls stands just before it passes on a TimeoutNow, and asked before
+// it passes on a vote request, and answers there a pre-vote that refuse
+// answers (its reply and true).
+func (t *preVoteGuard) start(stands func(), asked func(*raft.RequestVoteRequest), refuse func(*raft.RequestPreVoteRequest) (*raft.RequestPreVoteResponse, bool)) {
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
@@ -53,6 +54,8 @@ func (t *preVoteGuard) start(stands func(), refuse func(*raft.RequestPreVoteRequ
 			switch req := rpc.Command.(type) {
 			case *raft.TimeoutNowRequest:
 				stands()
+			case *raft.RequestVoteRequest:
+				asked(req)
 			case *raft.RequestPreVoteRequest:
 				if resp, no := refuse(req); no {
 					rpc.Respond(resp, nil)
@@ -91,6 +94,41 @@ func (g *Group) stands() {
 	g.standing.mu.Lock()
 	defer g.standing.mu.Unlock()
 	g.standing.term, g.standing.until = g.raft.CurrentTerm()+1, time.Now().Add(g.heartbeat)
+}
+
+// askedFor is the latest election a peer has asked this replica to vote
+// in, as the transport passes the request to Raft: the failover paths
+// must see an election as soon as it reaches the replica, not once Raft,
+// busy storing entries, has read the request and raised its term.
+type askedFor struct {
+	mu   sync.Mutex
+	term uint64
+	at   time.Time
+}
+
+// asked notes a vote request from a candidate whose log is at least as up
+// to date as this replica's: one that Raft will grant unless it has voted
+// in that term already.
+func (g *Group) asked(req *raft.RequestVoteRequest) {
+	if (failover.LogPosition{Index: req.LastLogIndex, Term: req.LastLogTerm}).Behind(g.lastEntry()) {
+		return
+	}
+	g.askedFor.mu.Lock()
+	defer g.askedFor.mu.Unlock()
+	if req.Term >= g.askedFor.term {
+		g.askedFor.term, g.askedFor.at = req.Term, time.Now()
+	}
+}
+
+// askedTerm returns the term of the election noted by asked within the
+// last heartbeat timeout, or 0.
+func (g *Group) askedTerm() uint64 {
+	g.askedFor.mu.Lock()
+	defer g.askedFor.mu.Unlock()
+	if time.Since(g.askedFor.at) < g.heartbeat {
+		return g.askedFor.term
+	}
+	return 0
 }
 
 // lastVote returns the last vote this replica cast, or is about to cast

@@ -150,6 +150,10 @@ type Now struct {
 	// VotedFor is the candidate it has voted for in Term, other than
 	// itself; "" for none. In a term with a leader, usually that leader.
 	VotedFor string
+	// Asked is the term of an election a peer has just asked it to vote
+	// in, with a log Raft will accept, whether or not Raft has read the
+	// request yet; 0 for none.
+	Asked uint64
 }
 
 // StillElect says whether a follower that took decision d, and has waited
@@ -157,14 +161,16 @@ type Now struct {
 // heard from a leader since, knows of no leader other than the old one,
 // and its term has not moved (a replica ahead of it that called an
 // election first raised it with its vote request; calling another would
-// split the vote), and it has voted for no candidate in its term but the
+// split the vote, and a vote request that has reached it but not yet
+// Raft counts too), and it has voted for no candidate in its term but the
 // old leader. A vote for another means an election is under way whose
 // winner has not been heard from yet: Raft keeps the old leader as the
 // one it knows until then, so a decision can be taken after the vote, in
 // the same term, and calling an election then would depose the winner as
 // it takes office.
 func StillElect(n Now, d Decision) bool {
-	if !n.Follower || n.LastContact.After(d.At) || n.Term != d.Term || (n.VotedFor != "" && n.VotedFor != d.Leader) {
+	if !n.Follower || n.LastContact.After(d.At) || n.Term != d.Term || n.Asked > d.Term ||
+		(n.VotedFor != "" && n.VotedFor != d.Leader) {
 		return false
 	}
 	return n.Leader == "" || n.Leader == d.Leader

@@ -80,6 +80,8 @@ func TestStillElect(t *testing.T) {
 		{"someone else called an election meanwhile", func(n *failover.Now) { n.Term = 5 }, false},
 		{"voted for the old leader in its term", func(n *failover.Now) { n.VotedFor = "a" }, true},
 		{"voted for another candidate in its term", func(n *failover.Now) { n.VotedFor = "c" }, false},
+		{"asked to vote in a later term, not yet raised", func(n *failover.Now) { n.Asked = 5 }, false},
+		{"asked to vote in its own term", func(n *failover.Now) { n.Asked = 4 }, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
