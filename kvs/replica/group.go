@@ -85,12 +85,13 @@ const (
 	// that replicating them to followers does not read the log store. A
 	// write entry holds a whole batch's writes for the shard, and every
 	// replica caches what it stores, so the cache is a large part of a
-	// server's live heap: 1,024 entries held about 117 MB of a follower's
-	// 437 MB at RF=3 under the standard load, which the heap then doubles
-	// (GOGC) and the kernel faults in page by page as the run begins. 128
-	// entries are about a second of a shard's writes at that load; a
-	// follower further behind is sent entries read from the log store.
-	logCacheEntries = 128
+	// server's live heap (about 117 MB of a follower's 437 MB at RF=3
+	// under the standard load). 128 entries halved the page faults of a
+	// run's first seconds where huge pages are off, but a new leader
+	// behind a burst of retried batches then read its followers' entries
+	// from the log store, and the first write after a crash took up to 4 s
+	// (docs/results.md, "Heap growth and page faults").
+	logCacheEntries = 1024
 	// snapshotsRetained is how many snapshots a shard keeps on disk.
 	snapshotsRetained = 2
 	// maxAppendEntries is how many entries go in one AppendEntries RPC and
