@@ -181,8 +181,20 @@ func (g *Group) now() failover.Now {
 	if v, ok := g.lastVote(); ok && v.Term == n.Term && v.For != g.self {
 		n.VotedFor = v.For
 	}
-	n.Asked = g.askedTerm()
+	n.Asked = g.asked.get()
 	return n
+}
+
+// notesVoteRequest notes, for a heartbeat timeout, the term of a vote
+// request from a candidate whose log is at least as up to date as this
+// replica's (one Raft will grant unless it has voted in that term
+// already), as the transport passes it to Raft: the failover paths must
+// see an election as soon as it reaches the replica, not once Raft, busy
+// storing entries, has read the request and raised its term.
+func (g *Group) notesVoteRequest(req *raft.RequestVoteRequest) {
+	if !(failover.LogPosition{Index: req.LastLogIndex, Term: req.LastLogTerm}).Behind(g.lastEntry()) {
+		g.asked.note(req.Term, g.heartbeat)
+	}
 }
 
 // timeoutNow makes the replica at addr, this one or a peer, a candidate

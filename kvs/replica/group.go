@@ -132,10 +132,10 @@ type Group struct {
 	readyTerm atomic.Uint64
 	// lease lets a leader serve reads without a log entry (lease.go).
 	lease lease
-	// standing is the vote this replica is about to cast for itself
-	// (prevote.go).
-	standing standing
-	askedFor askedFor // the latest election a peer asked it to vote in
+	// standing is the term this replica is about to stand in (stands), and
+	// asked the latest election a peer asked it to vote in
+	// (notesVoteRequest).
+	standing, asked recentTerm
 
 	notify   chan bool
 	observed chan raft.Observation
@@ -239,7 +239,7 @@ func openGroup(gc groupConfig) (g *Group, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("replica: shard %d raft: %w", gc.shard, err)
 	}
-	g.transport.start(g.stands, g.asked, g.refusePreVote)
+	g.transport.start(g.stands, g.notesVoteRequest, g.refusePreVote)
 	if !existing && !gc.join {
 		var conf raft.Configuration
 		for _, r := range gc.replicas {

@@ -36,10 +36,10 @@ func newPreVoteGuard(t *raft.NetworkTransport) *preVoteGuard {
 func (t *preVoteGuard) Consumer() <-chan raft.RPC { return t.rpcs }
 
 // start passes the RPCs the peers send on to Raft until the guard closes.
-// It calls stands just before it passes on a TimeoutNow, and asked before
-// it passes on a vote request, and answers there a pre-vote that refuse
-// answers (its reply and true).
-func (t *preVoteGuard) start(stands func(), asked func(*raft.RequestVoteRequest), refuse func(*raft.RequestPreVoteRequest) (*raft.RequestPreVoteResponse, bool)) {
+// It calls stands just before it passes on a TimeoutNow, and voteRequest
+// before it passes on a vote request, and answers there a pre-vote that
+// refuse answers (its reply and true).
+func (t *preVoteGuard) start(stands func(), voteRequest func(*raft.RequestVoteRequest), refuse func(*raft.RequestPreVoteRequest) (*raft.RequestPreVoteResponse, bool)) {
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
@@ -55,7 +55,7 @@ func (t *preVoteGuard) start(stands func(), asked func(*raft.RequestVoteRequest)
 			case *raft.TimeoutNowRequest:
 				stands()
 			case *raft.RequestVoteRequest:
-				asked(req)
+				voteRequest(req)
 			case *raft.RequestPreVoteRequest:
 				if resp, no := refuse(req); no {
 					rpc.Respond(resp, nil)
@@ -78,58 +78,42 @@ func (t *preVoteGuard) Close() error {
 	return t.NetworkTransport.Close()
 }
 
-// standing is the vote a replica is about to cast for itself: a
-// TimeoutNow makes Raft a candidate at once, but Raft writes its new term
-// and its vote to disk only after that, each with a sync, and a pre-vote
-// that arrives in between must meet the vote all the same.
-type standing struct {
+// recentTerm is a term noted for a while: long enough for Raft to act on
+// what the transport has just passed it, after which Raft's own state
+// tells the rest.
+type recentTerm struct {
 	mu    sync.Mutex
 	term  uint64
-	until time.Time // after this, Raft's own timers have taken over
+	until time.Time
 }
 
-// stands notes that this replica is about to stand in the term after its
-// current one.
-func (g *Group) stands() {
-	g.standing.mu.Lock()
-	defer g.standing.mu.Unlock()
-	g.standing.term, g.standing.until = g.raft.CurrentTerm()+1, time.Now().Add(g.heartbeat)
-}
-
-// askedFor is the latest election a peer has asked this replica to vote
-// in, as the transport passes the request to Raft: the failover paths
-// must see an election as soon as it reaches the replica, not once Raft,
-// busy storing entries, has read the request and raised its term.
-type askedFor struct {
-	mu   sync.Mutex
-	term uint64
-	at   time.Time
-}
-
-// asked notes a vote request from a candidate whose log is at least as up
-// to date as this replica's: one that Raft will grant unless it has voted
-// in that term already.
-func (g *Group) asked(req *raft.RequestVoteRequest) {
-	if (failover.LogPosition{Index: req.LastLogIndex, Term: req.LastLogTerm}).Behind(g.lastEntry()) {
-		return
-	}
-	g.askedFor.mu.Lock()
-	defer g.askedFor.mu.Unlock()
-	if req.Term >= g.askedFor.term {
-		g.askedFor.term, g.askedFor.at = req.Term, time.Now()
+// note keeps term until now+d, unless a higher term is noted and still
+// kept.
+func (r *recentTerm) note(term uint64, d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if now := time.Now(); term >= r.term || !now.Before(r.until) {
+		r.term, r.until = term, now.Add(d)
 	}
 }
 
-// askedTerm returns the term of the election noted by asked within the
-// last heartbeat timeout, or 0.
-func (g *Group) askedTerm() uint64 {
-	g.askedFor.mu.Lock()
-	defer g.askedFor.mu.Unlock()
-	if time.Since(g.askedFor.at) < g.heartbeat {
-		return g.askedFor.term
+// get returns the term noted, or 0 once it is no longer kept.
+func (r *recentTerm) get() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if time.Now().Before(r.until) {
+		return r.term
 	}
 	return 0
 }
+
+// stands notes the term this replica is about to stand in, the one after
+// its current term: a TimeoutNow makes Raft a candidate at once, but Raft
+// writes its new term and its vote to disk only after that, each with a
+// sync, and a pre-vote that arrives in between must meet the vote all
+// the same. The note lasts a heartbeat timeout, after which Raft's own
+// timers have taken over.
+func (g *Group) stands() { g.standing.note(g.raft.CurrentTerm()+1, g.heartbeat) }
 
 // lastVote returns the last vote this replica cast, or is about to cast
 // for itself (stands); ok false when it has none on record.
@@ -139,10 +123,8 @@ func (g *Group) lastVote() (v failover.Vote, ok bool) {
 			v, ok = failover.Vote{Term: term, For: string(cand)}, true
 		}
 	}
-	g.standing.mu.Lock()
-	defer g.standing.mu.Unlock()
-	if g.standing.term > v.Term && time.Now().Before(g.standing.until) {
-		v, ok = failover.Vote{Term: g.standing.term, For: g.self}, true
+	if term := g.standing.get(); term > v.Term {
+		v, ok = failover.Vote{Term: term, For: g.self}, true
 	}
 	return v, ok
 }
