@@ -31,7 +31,10 @@ func TestReplicatedMixedBatchIsOneEntry(t *testing.T) {
 		}
 	}
 	a, b, other := keys[0], keys[1], keys[2]
-	leader := c.waitLeader(sh, -1)
+	// Start from the preferred replica: a new shard's first leader may
+	// hand leadership back to it in the middle of the test.
+	leader := layout.Preferred(sh)
+	require.Eventually(t, func() bool { return c.leader(sh) == leader }, 15*time.Second, 50*time.Millisecond)
 	lastIndex := func() uint64 {
 		st, err := c.status(leader)
 		require.NoError(t, err)
