@@ -33,8 +33,13 @@ type Ring struct {
 	nodes  []string
 	points []uint64 // sorted positions on the circle
 	owners []int32  // owners[i] is the index in nodes of points[i]
-	hash   func(string) uint64
-	id     uint64
+	// first[b] is the index of the first point at or after the start of
+	// the circle's b-th equal slice, of which there are 1<<(64-shift):
+	// a lookup starts there instead of searching the whole circle.
+	first []uint32
+	shift uint
+	hash  func(string) uint64
+	id    uint64
 }
 
 // New builds a ring over the named servers with vnodes points each (zero
@@ -92,6 +97,7 @@ func newWithHash(nodes []string, vnodes int, hash func(string) uint64) (*Ring, e
 	for i, p := range pts {
 		r.points[i], r.owners[i] = p.pos, p.owner
 	}
+	r.index()
 	sorted := slices.Clone(nodes)
 	slices.Sort(sorted)
 	d := xxhash.New()
@@ -112,11 +118,36 @@ func (r *Ring) Owner(key string) int {
 		return 0
 	}
 	h := r.hash(key)
-	i, _ := slices.BinarySearch(r.points, h)
+	i := int(r.first[h>>r.shift])
+	for i < len(r.points) && r.points[i] < h {
+		i++
+	}
 	if i == len(r.points) {
 		i = 0
 	}
 	return int(r.owners[i])
+}
+
+// index cuts the circle into at least twice as many equal slices as it
+// has points and notes where each slice's points begin, so that Owner
+// looks at one or two points on average instead of searching among
+// thousands (a binary search over them was a sixth of the load client's
+// CPU).
+func (r *Ring) index() {
+	bits := uint(1)
+	for 1<<bits < 2*len(r.points) {
+		bits++
+	}
+	r.shift = 64 - bits
+	r.first = make([]uint32, 1<<bits)
+	i := 0
+	for b := range r.first {
+		start := uint64(b) << r.shift
+		for i < len(r.points) && r.points[i] < start {
+			i++
+		}
+		r.first[b] = uint32(i)
+	}
 }
 
 // Nodes returns the server names in the order given to New. The caller

@@ -2,10 +2,14 @@ package ring
 
 import (
 	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/stretchr/testify/require"
 )
 
@@ -35,6 +39,50 @@ func TestOwnerByHand(t *testing.T) {
 		t.Run("key"+c.key, func(t *testing.T) {
 			require.Equal(t, c.want, r.Nodes()[r.Owner(c.key)])
 		})
+	}
+}
+
+// TestOwnerMatchesSearch: the sliced lookup names the same owner as a
+// binary search over the whole circle, for positions on, beside and
+// between the points, at the slices' edges, at both ends of the circle and
+// at random, and rings of 1 to 8 servers.
+func TestOwnerMatchesSearch(t *testing.T) {
+	// Servers' points hash as usual; a key that is a number is its own
+	// position, so the test can aim at any position it likes.
+	hash := func(s string) uint64 {
+		if n, err := strconv.ParseUint(s, 10, 64); err == nil {
+			return n
+		}
+		return xxhash.Sum64String(s)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for servers := 1; servers <= 8; servers++ {
+		nodes := make([]string, servers)
+		for i := range nodes {
+			nodes[i] = fmt.Sprintf("10.0.0.%d:8080", i+1)
+		}
+		r, err := newWithHash(nodes, 0, hash)
+		require.NoError(t, err)
+		search := func(h uint64) int {
+			i, _ := slices.BinarySearch(r.points, h)
+			return int(r.owners[i%len(r.points)])
+		}
+		positions := []uint64{0, 1, math.MaxUint64, math.MaxUint64 - 1}
+		for _, p := range r.points {
+			positions = append(positions, p-1, p, p+1)
+		}
+		for b := range uint64(len(r.first)) {
+			start := b << r.shift
+			positions = append(positions, start, start-1)
+		}
+		for range 100_000 {
+			positions = append(positions, rng.Uint64())
+		}
+		for _, h := range positions {
+			if got, want := r.Owner(strconv.FormatUint(h, 10)), search(h); got != want {
+				t.Fatalf("%d servers, position %d: owner %d, binary search says %d", servers, h, got, want)
+			}
+		}
 	}
 }
 
@@ -141,5 +189,20 @@ func TestIDIgnoresOrderButNotMembership(t *testing.T) {
 	for k := range 1000 {
 		key := strconv.Itoa(k)
 		require.Equal(t, a.Nodes()[a.Owner(key)], b.Nodes()[b.Owner(key)])
+	}
+}
+
+// BenchmarkOwner: one lookup on a 3-server ring with the default virtual
+// nodes, the load client's per-key routing.
+func BenchmarkOwner(b *testing.B) {
+	r, err := New([]string{"a:1", "b:1", "c:1"}, 0)
+	require.NoError(b, err)
+	keys := make([]string, 4096)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("user%d", i*7919)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		r.Owner(keys[i%len(keys)])
 	}
 }
