@@ -25,6 +25,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -284,28 +285,58 @@ func (c *Client) DoInto(ctx context.Context, ops []wire.Op, results []wire.Resul
 	if targets == 1 {
 		return c.sendTo(ctx, 0, ops, results)
 	}
-	parts := make([][]wire.Op, targets)
-	where := make([][]int32, targets)
-	for i := range ops {
-		s := c.route(ops[i].Key)
-		parts[s] = append(parts[s], ops[i])
-		where[s] = append(where[s], int32(i))
-	}
+	sp := c.split(ops, targets)
+	subs := make([]wire.Result, len(ops))
 	var g errgroup.Group
-	for s, part := range parts {
-		if len(part) == 0 {
+	for s := range targets {
+		lo, hi := sp.start[s], sp.start[s+1]
+		if lo == hi {
 			continue
 		}
 		g.Go(func() error {
-			sub := make([]wire.Result, len(part))
+			part, sub := sp.ops[lo:hi], subs[lo:hi]
 			err := c.sendTo(ctx, s, part, sub)
-			for j, i := range where[s] {
+			for j, i := range sp.where[lo:hi] {
 				results[i] = sub[j]
 			}
 			return err
 		})
 	}
 	return g.Wait()
+}
+
+// byTarget is a batch's ops grouped by target: target s's ops are
+// ops[start[s]:start[s+1]], in the batch's order, and where[j] is the
+// batch index of ops[j].
+type byTarget struct {
+	ops   []wire.Op
+	where []int32
+	start []int
+}
+
+// split groups ops by target (see route) in one slab each for the ops and
+// their indices, sized by a count first: appending to a slice per target
+// grew each of them several times per batch, a tenth of the load client's
+// CPU.
+func (c *Client) split(ops []wire.Op, targets int) byTarget {
+	to := make([]int32, len(ops))
+	start := make([]int, targets+1)
+	for i := range ops {
+		s := c.route(ops[i].Key)
+		to[i] = int32(s)
+		start[s+1]++
+	}
+	for s := range targets {
+		start[s+1] += start[s]
+	}
+	sp := byTarget{ops: make([]wire.Op, len(ops)), where: make([]int32, len(ops)), start: start}
+	next := slices.Clone(start[:targets])
+	for i, s := range to {
+		j := next[s]
+		next[s]++
+		sp.ops[j], sp.where[j] = ops[i], int32(i)
+	}
+	return sp
 }
 
 // route returns the target of key: its shard when replicated, else its
