@@ -179,7 +179,8 @@ func DecodeBatchArgs(body []byte, a *BatchArgs) error {
 // keys and values alias body, whose bytes must not change while any of
 // them is in use. A replica's state machine decodes its log entries so,
 // since nothing changes an entry once it is in the log and the store
-// copies what it keeps.
+// copies what it keeps, and the server codec each request, read into a
+// buffer of its own.
 func DecodeBatchArgsAliasing(body []byte, a *BatchArgs) error {
 	return decodeBatchArgs(unsafe.String(unsafe.SliceData(body), len(body)), a)
 }
@@ -220,7 +221,18 @@ func decodeBatchArgs(body string, a *BatchArgs) error {
 
 // DecodeBatchReply decodes body into rep. Values alias one copy of body.
 func DecodeBatchReply(body []byte, rep *BatchReply) error {
-	r := reader{s: string(body)}
+	return decodeBatchReply(string(body), rep)
+}
+
+// DecodeBatchReplyAliasing is DecodeBatchReply without the copy: the
+// values alias body, whose bytes must not change while any of them is in
+// use.
+func DecodeBatchReplyAliasing(body []byte, rep *BatchReply) error {
+	return decodeBatchReply(unsafe.String(unsafe.SliceData(body), len(body)), rep)
+}
+
+func decodeBatchReply(body string, rep *BatchReply) error {
+	r := reader{s: body}
 	rep.Status = Status(r.byte())
 	rep.Err = r.str()
 	rep.Leader = r.str()

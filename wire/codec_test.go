@@ -126,15 +126,20 @@ func FuzzDecodeBatchArgs(f *testing.F) {
 	})
 }
 
-// FuzzDecodeBatchReply: the client's decoder survives any server bytes.
+// FuzzDecodeBatchReply: the client's decoders, copying and aliasing,
+// survive any server bytes and agree.
 func FuzzDecodeBatchReply(f *testing.F) {
 	f.Add(AppendBatchReply(nil, &BatchReply{Results: []Result{{Status: StatusOK, Value: "v"}}}))
 	f.Add([]byte{5, 3, 'e', 'r', 'r', 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var r BatchReply
-		if err := DecodeBatchReply(b, &r); err != nil {
+		var r, aliasing BatchReply
+		err := DecodeBatchReply(b, &r)
+		aliasErr := DecodeBatchReplyAliasing(b, &aliasing)
+		require.Equal(t, err == nil, aliasErr == nil, "the aliasing decoder agrees on what decodes")
+		if err != nil {
 			return
 		}
+		require.Equal(t, r, aliasing)
 		var again BatchReply
 		require.NoError(t, DecodeBatchReply(AppendBatchReply(nil, &r), &again))
 		require.Equal(t, r, again)

@@ -47,7 +47,9 @@ var ErrFrameTooLarge = errors.New("wire: frame too large")
 // ServerCodec is an rpc.ServerCodec for the binary protocol. net/rpc calls
 // ReadRequestHeader and ReadRequestBody from one goroutine and
 // WriteResponse under its own sending lock, which is what makes the reused
-// buffers below safe.
+// frame buffer below safe. Each request body is read into a buffer of its
+// own, which its decoded keys and values alias: nothing writes to it once
+// it is read, so they need no copy.
 type ServerCodec struct {
 	conn         net.Conn
 	r            *bufio.Reader
@@ -55,7 +57,6 @@ type ServerCodec struct {
 	frameTimeout time.Duration
 
 	bodyLen int    // body bytes of the frame whose header was just read
-	in      []byte // reused body buffer; read side only
 	out     []byte // reused frame buffer; write side only
 }
 
@@ -114,8 +115,7 @@ func (c *ServerCodec) ReadRequestBody(x any) error {
 		}
 		return nil
 	}
-	body, err := readBody(c.r, c.in, c.bodyLen)
-	c.in = keepSmall(body)
+	body, err := readBody(c.r, c.bodyLen)
 	if err != nil {
 		_ = c.conn.Close()
 		return err
@@ -124,7 +124,7 @@ func (c *ServerCodec) ReadRequestBody(x any) error {
 	if !ok {
 		return fmt.Errorf("wire: binary codec cannot decode %T", x)
 	}
-	return DecodeBatchArgs(body, args)
+	return DecodeBatchArgsAliasing(body, args)
 }
 
 func (c *ServerCodec) clearDeadline() {
@@ -161,13 +161,13 @@ func (c *ServerCodec) WriteResponse(resp *rpc.Response, x any) error {
 // Close implements rpc.ServerCodec.
 func (c *ServerCodec) Close() error { return c.conn.Close() }
 
-// ClientCodec is an rpc.ClientCodec for the binary protocol.
+// ClientCodec is an rpc.ClientCodec for the binary protocol. Each reply
+// body is read into a buffer of its own, which the reply's values alias.
 type ClientCodec struct {
 	conn    net.Conn
 	r       *bufio.Reader
 	w       *bufio.Writer
 	bodyLen int
-	in      []byte // read side only (net/rpc reads from one goroutine)
 	out     []byte // write side only (net/rpc writes under its lock)
 }
 
@@ -217,7 +217,7 @@ func (c *ClientCodec) ReadResponseHeader(resp *rpc.Response) error {
 	resp.Seq = binary.LittleEndian.Uint64(hdr[4:12])
 	resp.Error = ""
 	if errLen > 0 {
-		msg, err := readBody(c.r, nil, int(errLen))
+		msg, err := readBody(c.r, int(errLen))
 		if err != nil {
 			return err
 		}
@@ -233,8 +233,7 @@ func (c *ClientCodec) ReadResponseBody(x any) error {
 		_, err := io.CopyN(io.Discard, c.r, int64(c.bodyLen))
 		return err
 	}
-	body, err := readBody(c.r, c.in, c.bodyLen)
-	c.in = keepSmall(body)
+	body, err := readBody(c.r, c.bodyLen)
 	if err != nil {
 		return err
 	}
@@ -242,18 +241,18 @@ func (c *ClientCodec) ReadResponseBody(x any) error {
 	if !ok {
 		return fmt.Errorf("wire: binary codec cannot decode %T", x)
 	}
-	return DecodeBatchReply(body, rep)
+	return DecodeBatchReplyAliasing(body, rep)
 }
 
 // Close implements rpc.ClientCodec.
 func (c *ClientCodec) Close() error { return c.conn.Close() }
 
-// readBody reads n bytes into buf (reused when large enough). It grows the
-// buffer only as bytes arrive, so a frame that announces a large length and
-// then stalls costs no more memory than it actually sent.
-func readBody(r io.Reader, buf []byte, n int) ([]byte, error) {
+// readBody reads n bytes into a new buffer. It grows the buffer only as
+// bytes arrive, so a frame that announces a large length and then stalls
+// costs no more memory than it actually sent.
+func readBody(r io.Reader, n int) ([]byte, error) {
 	const step = 1 << 20
-	buf = buf[:0]
+	var buf []byte
 	for len(buf) < n {
 		want := min(n, len(buf)+max(step, len(buf)))
 		if cap(buf) < want {
