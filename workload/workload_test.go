@@ -48,6 +48,44 @@ func TestZipfianMatchesExactProbabilities(t *testing.T) {
 	}
 }
 
+// TestZipfianTableDrawsAsTheFormula: Next, which looks most draws up in
+// a table of cells, draws what Gray et al.'s formula draws from the same
+// random bits, and every cell the table holds one item for draws that
+// item wherever in the cell u falls; generators with the same n and theta
+// share the table.
+func TestZipfianTableDrawsAsTheFormula(t *testing.T) {
+	for _, c := range []struct {
+		n     uint64
+		theta float64
+	}{{DefaultRecords, DefaultTheta}, {1000, 0.5}, {10, 0}, {3, 0.99}} {
+		z, err := NewZipfian(c.n, c.theta, NewXorshift64(9))
+		require.NoError(t, err)
+		ref, err := NewZipfian(c.n, c.theta, NewXorshift64(9))
+		require.NoError(t, err)
+		looked := 0
+		for i := range 1_000_000 {
+			got, want := z.Next(), ref.at(ref.rng.Float64())
+			if got != want {
+				t.Fatalf("n %d theta %v draw %d: table says %d, formula %d", c.n, c.theta, i, got, want)
+			}
+		}
+		rng := NewXorshift64(3)
+		const span = 1 << (53 - cellBits)
+		for cell, v := range z.cells {
+			if v == mixed {
+				continue
+			}
+			looked++
+			first := uint64(cell) * span
+			for _, off := range []uint64{0, span - 1, span / 2, rng.Uint64() % span} {
+				require.Equal(t, v, z.at(float64(first+off)/(1<<53)), "n %d theta %v cell %d", c.n, c.theta, cell)
+			}
+		}
+		require.Positive(t, looked, "no cell holds one item")
+		require.Same(t, &z.cells[0], &ref.cells[0], "generators with the same n and theta share a table")
+	}
+}
+
 func TestZipfianSkewAt099(t *testing.T) {
 	// The standard run's keys: with theta 0.99 over 1,000,000 records the
 	// most popular key takes a few percent of all draws.
