@@ -24,8 +24,8 @@ import (
 // DefaultVirtualNodes is the number of points per server when New is given
 // zero. With 1024 points a server's share has a relative spread of about
 // 1/sqrt(1024) ≈ 3%, which keeps every server within 10% of an even share
-// for 2 to 8 servers (ring_test checks this) while a lookup stays a binary
-// search over a few thousand points.
+// for 2 to 8 servers (ring_test checks this) while a lookup's table (see
+// index) stays a few tens of KiB.
 const DefaultVirtualNodes = 1024
 
 // Ring is an immutable assignment of keys to named servers.
@@ -128,8 +128,8 @@ func (r *Ring) Owner(key string) int {
 	return int(r.owners[i])
 }
 
-// index cuts the circle into at least twice as many equal slices as it
-// has points and notes where each slice's points begin, so that Owner
+// index cuts the circle into equal slices, a power of two of them and at
+// least twice as many as it has points, and notes where each slice's points begin, so that Owner
 // looks at one or two points on average instead of searching among
 // thousands (a binary search over them was a sixth of the load client's
 // CPU).

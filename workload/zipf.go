@@ -79,11 +79,30 @@ func (z *Zipfian) at(u float64) uint64 {
 	if uz < z.half {
 		return 1
 	}
-	v := uint64(z.n * math.Pow(z.eta*u-z.eta+1, z.alpha))
+	v := uint64(z.power(u))
 	if v >= uint64(z.n) { // guard against rounding at u close to 1
 		v = uint64(z.n) - 1
 	}
 	return v
+}
+
+// power is the formula's value at u, for u past the two most popular
+// items; its integer part is the draw.
+func (z *Zipfian) power(u float64) float64 {
+	return z.n * math.Pow(z.eta*u-z.eta+1, z.alpha)
+}
+
+// nearEdge says whether the formula's value at u lies within a billionth
+// of itself of an item's edge (an integer). The value grows with u, but
+// math.Pow is not correctly rounded, so near an edge a larger u might draw
+// the smaller item; a cell with an end there is not looked up.
+func (z *Zipfian) nearEdge(u float64) bool {
+	if u*z.zetan < z.half {
+		return false
+	}
+	x := z.power(u)
+	_, frac := math.Modf(x)
+	return min(frac, 1-frac) < 1e-9*x
 }
 
 // Probability returns the exact probability of drawing i.
@@ -91,9 +110,9 @@ func (z *Zipfian) Probability(i uint64) float64 {
 	return 1 / math.Pow(float64(i+1), z.theta) / z.zetan
 }
 
-// cellsOf returns the lookup table of z, over n items: since at does not decrease as u
-// grows, a cell whose first and last u draw the same item draws it for
-// every u in between. Generators with the same n and theta share one.
+// cellsOf returns the lookup table of z, over n items: since at does not
+// decrease as u grows, a cell whose first and last u draw the same item,
+// neither of them near an item's edge, draws it for every u in between. Generators with the same n and theta share one.
 func cellsOf(z *Zipfian, n uint64) []uint64 {
 	zetaMu.Lock()
 	defer zetaMu.Unlock()
@@ -104,8 +123,8 @@ func cellsOf(z *Zipfian, n uint64) []uint64 {
 	const span = 1 << (53 - cellBits) // values of the 53 bits in a cell
 	cells := make([]uint64, 1<<cellBits)
 	for c := range cells {
-		first := uint64(c) * span
-		if lo, hi := z.at(float64(first)/(1<<53)), z.at(float64(first+span-1)/(1<<53)); lo == hi {
+		first, last := float64(uint64(c)*span)/(1<<53), float64(uint64(c+1)*span-1)/(1<<53)
+		if lo, hi := z.at(first), z.at(last); lo == hi && !z.nearEdge(first) && !z.nearEdge(last) {
 			cells[c] = lo
 		} else {
 			cells[c] = mixed
