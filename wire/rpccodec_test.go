@@ -48,15 +48,17 @@ func TestDecodedFramesOutliveTheNextFrame(t *testing.T) {
 		fill := strings.Repeat(string(rune('a'+i)), 100)
 		return &BatchArgs{Ops: []Op{{Code: OpPut, Key: "k" + fill, Value: "v" + fill}, {Code: OpGet, Key: "g" + fill}}}
 	}
-	var got []BatchArgs
-	for i := range 3 {
-		require.NoError(t, cc.WriteRequest(&rpc.Request{ServiceMethod: BatchOpMethod, Seq: uint64(i)}, batch(i)))
-		var req rpc.Request
-		require.NoError(t, sc.ReadRequestHeader(&req))
-		var a BatchArgs
-		require.NoError(t, sc.ReadRequestBody(&a))
-		got = append(got, a)
-	}
+	got := exchange(t, 3,
+		func(i int) error {
+			return cc.WriteRequest(&rpc.Request{ServiceMethod: BatchOpMethod, Seq: uint64(i)}, batch(i))
+		},
+		func(a *BatchArgs) error {
+			var req rpc.Request
+			if err := sc.ReadRequestHeader(&req); err != nil {
+				return err
+			}
+			return sc.ReadRequestBody(a)
+		})
 	for i, a := range got {
 		require.Equal(t, *batch(i), a, "request %d after later requests were read", i)
 	}
@@ -64,16 +66,32 @@ func TestDecodedFramesOutliveTheNextFrame(t *testing.T) {
 	reply := func(i int) *BatchReply {
 		return &BatchReply{Results: []Result{{Status: StatusOK, Value: strings.Repeat(string(rune('p'+i)), 100)}}}
 	}
-	var replies []BatchReply
-	for i := range 3 {
-		require.NoError(t, sc.WriteResponse(&rpc.Response{ServiceMethod: BatchOpMethod, Seq: uint64(i)}, reply(i)))
-		var resp rpc.Response
-		require.NoError(t, cc.ReadResponseHeader(&resp))
-		var r BatchReply
-		require.NoError(t, cc.ReadResponseBody(&r))
-		replies = append(replies, r)
-	}
+	replies := exchange(t, 3,
+		func(i int) error {
+			return sc.WriteResponse(&rpc.Response{ServiceMethod: BatchOpMethod, Seq: uint64(i)}, reply(i))
+		},
+		func(r *BatchReply) error {
+			var resp rpc.Response
+			if err := cc.ReadResponseHeader(&resp); err != nil {
+				return err
+			}
+			return cc.ReadResponseBody(r)
+		})
 	for i, r := range replies {
 		require.Equal(t, *reply(i), r, "reply %d after later replies were read", i)
 	}
+}
+
+// exchange sends n frames, each through send and then read back through
+// receive, and returns what was read, in order.
+func exchange[T any](t *testing.T, n int, send func(i int) error, receive func(*T) error) []T {
+	t.Helper()
+	var got []T
+	for i := range n {
+		require.NoError(t, send(i))
+		var v T
+		require.NoError(t, receive(&v))
+		got = append(got, v)
+	}
+	return got
 }
