@@ -129,10 +129,10 @@ func (r *Ring) Owner(key string) int {
 }
 
 // index cuts the circle into equal slices, a power of two of them and at
-// least twice as many as it has points, and notes where each slice's points begin, so that Owner
-// looks at one or two points on average instead of searching among
-// thousands (a binary search over them was a sixth of the load client's
-// CPU).
+// least twice as many as it has points, and notes where each slice's
+// points begin, so that Owner looks at one or two points on average
+// instead of searching among thousands (a binary search over them was a
+// sixth of the load client's CPU).
 func (r *Ring) index() {
 	bits := uint(1)
 	for 1<<bits < 2*len(r.points) {

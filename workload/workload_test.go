@@ -78,7 +78,7 @@ func TestZipfianTableDrawsAsTheFormula(t *testing.T) {
 			looked++
 			first := uint64(cell) * span
 			for _, off := range []uint64{0, span - 1, span / 2, rng.Uint64() % span} {
-				require.Equal(t, v, z.at(float64(first+off)/(1<<53)), "n %d theta %v cell %d", c.n, c.theta, cell)
+				require.Equal(t, v, z.at(unit(first+off)), "n %d theta %v cell %d", c.n, c.theta, cell)
 			}
 		}
 		require.Positive(t, looked, "no cell holds one item")

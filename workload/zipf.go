@@ -62,11 +62,11 @@ func NewZipfian(n uint64, theta float64, rng *Xorshift64) (*Zipfian, error) {
 // Next returns the next draw: at(u) for a uniform u in [0, 1), looked up
 // where u's cell holds one item.
 func (z *Zipfian) Next() uint64 {
-	bits := z.rng.Uint64() >> 11 // the 53 bits Xorshift64.Float64 uses
+	bits := z.rng.bits53()
 	if v := z.cells[bits>>(53-cellBits)]; v != mixed {
 		return v
 	}
-	return z.at(float64(bits) / (1 << 53))
+	return z.at(unit(bits))
 }
 
 // at is Gray et al.'s formula: the item that u in [0, 1) draws. It does
@@ -112,7 +112,8 @@ func (z *Zipfian) Probability(i uint64) float64 {
 
 // cellsOf returns the lookup table of z, over n items: since at does not
 // decrease as u grows, a cell whose first and last u draw the same item,
-// neither of them near an item's edge, draws it for every u in between. Generators with the same n and theta share one.
+// neither of them near an item's edge, draws it for every u in between.
+// Generators with the same n and theta share one.
 func cellsOf(z *Zipfian, n uint64) []uint64 {
 	zetaMu.Lock()
 	defer zetaMu.Unlock()
@@ -123,7 +124,7 @@ func cellsOf(z *Zipfian, n uint64) []uint64 {
 	const span = 1 << (53 - cellBits) // values of the 53 bits in a cell
 	cells := make([]uint64, 1<<cellBits)
 	for c := range cells {
-		first, last := float64(uint64(c)*span)/(1<<53), float64(uint64(c+1)*span-1)/(1<<53)
+		first, last := unit(uint64(c)*span), unit(uint64(c+1)*span-1)
 		if lo, hi := z.at(first), z.at(last); lo == hi && !z.nearEdge(first) && !z.nearEdge(last) {
 			cells[c] = lo
 		} else {
@@ -189,6 +190,11 @@ func (x *Xorshift64) Uint64() uint64 {
 }
 
 // Float64 returns a uniform draw from [0, 1).
-func (x *Xorshift64) Float64() float64 {
-	return float64(x.Uint64()>>11) / (1 << 53)
-}
+func (x *Xorshift64) Float64() float64 { return unit(x.bits53()) }
+
+// bits53 returns the next 53 random bits, from which Float64 makes its
+// draw.
+func (x *Xorshift64) bits53() uint64 { return x.Uint64() >> 11 }
+
+// unit returns the draw in [0, 1) that 53 random bits stand for.
+func unit(bits uint64) float64 { return float64(bits) / (1 << 53) }
