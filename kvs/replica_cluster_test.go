@@ -19,6 +19,7 @@ import (
 	"github.com/batchkv/batchkv/internal/faultnet"
 	"github.com/batchkv/batchkv/kvs"
 	"github.com/batchkv/batchkv/kvs/replica"
+	"github.com/batchkv/batchkv/shard"
 	"github.com/batchkv/batchkv/wire"
 )
 
@@ -215,6 +216,19 @@ func (c *replCluster) waitLeader(shard int, not int) int {
 		return l >= 0 && l != not
 	}, 15*time.Second, 50*time.Millisecond, "no leader for shard %d", shard)
 	return l
+}
+
+// waitPreferredLeader waits until the preferred replica of shard under
+// layout leads it, and returns its index. A new shard's first leader need
+// not be the preferred replica, which then takes leadership back: a test
+// that writes through one leader from its start begins here, or its
+// first ops can meet that hand-over.
+func (c *replCluster) waitPreferredLeader(layout *shard.Layout, sh int) int {
+	c.t.Helper()
+	x := layout.Preferred(sh)
+	require.Eventually(c.t, func() bool { return c.leader(sh) == x }, 15*time.Second, 50*time.Millisecond,
+		"shard %d's preferred replica never led", sh)
+	return x
 }
 
 // inBatches calls f with ops on keys prefix0..prefix{n-1}, 500 at a time,

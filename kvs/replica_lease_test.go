@@ -43,11 +43,7 @@ func leaseScenario(t *testing.T, opt func(*replCluster)) ([]porcupine.Operation,
 		h.Record(id, []wire.Op{op}, reply.Results, nil, call, h.Now())
 		return reply.Results[0]
 	}
-	// The first leader of a new shard may not be its preferred replica,
-	// which then takes leadership back; start from the preferred one, or
-	// the first put can meet that hand-over.
-	x := layout.Preferred(0)
-	require.Eventually(t, func() bool { return c.leader(0) == x }, 15*time.Second, 50*time.Millisecond)
+	x := c.waitPreferredLeader(layout, 0)
 	require.Equal(t, wire.StatusOK, do(0, x, wire.Op{Code: wire.OpPut, Key: "k", Value: "old"}).Status)
 	require.Equal(t, wire.StatusOK, do(0, x, wire.Op{Code: wire.OpGet, Key: "k"}).Status)
 	c.isolate(x, true)
@@ -103,8 +99,7 @@ func TestReplicatedLeaseReadNeedsNoLogEntry(t *testing.T) {
 	require.NoError(t, err)
 	// The preferred replica leads, or will take leadership back (a new
 	// term, and an entry) in the middle of the rounds.
-	x := layout.Preferred(0)
-	require.Eventually(t, func() bool { return c.leader(0) == x }, 15*time.Second, 50*time.Millisecond)
+	x := c.waitPreferredLeader(layout, 0)
 	send := func(op wire.Op) wire.Result {
 		reply := rawBatch(t, c.addrs[x], &wire.BatchArgs{RingID: layout.ID(), Shard: 0, Ops: []wire.Op{op}})
 		require.Equal(t, wire.StatusOK, reply.Status, reply.Err)

@@ -31,10 +31,7 @@ func TestReplicatedMixedBatchIsOneEntry(t *testing.T) {
 		}
 	}
 	a, b, other := keys[0], keys[1], keys[2]
-	// Start from the preferred replica: a new shard's first leader may
-	// hand leadership back to it in the middle of the test.
-	leader := layout.Preferred(sh)
-	require.Eventually(t, func() bool { return c.leader(sh) == leader }, 15*time.Second, 50*time.Millisecond)
+	leader := c.waitPreferredLeader(layout, sh)
 	lastIndex := func() uint64 {
 		st, err := c.status(leader)
 		require.NoError(t, err)
