@@ -38,6 +38,10 @@ type Timing struct {
 	// serves reads without a log entry, when lease reads are on (see
 	// lease.go). Default 400 ms.
 	LeaseRead time.Duration
+	// CommitWindow is the longest a leader holds an entry that arrives
+	// while others are in flight, to send it with the entries that arrive
+	// after it (commitgate.go); 0 sends every entry at once. Default 40 ms.
+	CommitWindow time.Duration
 	// Failover holds the delays of fast failover; zero fields take
 	// failover.DefaultTiming's.
 	Failover failover.Timing
@@ -58,6 +62,7 @@ func DefaultTiming() Timing {
 		TrailingLogs:       1024,
 		SnapshotInterval:   10 * time.Second,
 		LeaseRead:          400 * time.Millisecond,
+		CommitWindow:       40 * time.Millisecond,
 		Failover:           failover.DefaultTiming(),
 	}
 }
@@ -132,6 +137,8 @@ type Group struct {
 	readyTerm atomic.Uint64
 	// lease lets a leader serve reads without a log entry (lease.go).
 	lease lease
+	// gate groups the entries this replica appends as leader.
+	gate commitGate
 	// standing is the term this replica is about to stand in (stands), and
 	// asked the latest election a peer asked it to vote in
 	// (notesVoteRequest).
@@ -193,6 +200,7 @@ func openGroup(gc groupConfig) (g *Group, err error) {
 		suspect: make(chan struct{}, 1)}
 	g.SetPlacement(gc.replicas)
 	g.lease.on, g.lease.dur, g.lease.base = gc.leases, gc.timing.LeaseRead, time.Now()
+	g.gate.limit = gc.timing.CommitWindow
 	g.fsm = newShardFSM(gc.newStore, gc.sessionTT)
 	hlog := newRaftLogger(g.log)
 	logs, snaps, err := openStores(gc, hlog)
@@ -389,7 +397,7 @@ func (g *Group) ReadBarrier() error {
 		return ErrNotLeader
 	}
 	start := g.lease.now()
-	if err := g.await(g.raft.Barrier(ApplyTimeout)); err != nil || g.raft.CurrentTerm() != term {
+	if err := g.append(func() raft.Future { return g.raft.Barrier(ApplyTimeout) }); err != nil || g.raft.CurrentTerm() != term {
 		if errors.Is(err, raft.ErrLeadershipTransferInProgress) {
 			return ErrHandingOver
 		}
@@ -426,8 +434,8 @@ func (g *Group) Write(entry []byte, timeout time.Duration) (Written, error) {
 	if g.lease.on {
 		start, term = g.lease.now(), g.raft.CurrentTerm()
 	}
-	f := g.raft.Apply(entry, timeout)
-	if err := g.await(f); err != nil {
+	var f raft.ApplyFuture
+	if err := g.append(func() raft.Future { f = g.raft.Apply(entry, timeout); return f }); err != nil {
 		switch {
 		case errors.Is(err, raft.ErrLeadershipTransferInProgress):
 			return Written{}, ErrHandingOver
@@ -445,6 +453,14 @@ func (g *Group) Write(entry []byte, timeout time.Duration) (Written, error) {
 		g.lease.renew(start, term)
 	}
 	return Written{Duplicate: res.duplicate, Results: res.results}, res.err
+}
+
+// append passes the commit gate, appends an entry with add, and waits
+// for Raft's answer.
+func (g *Group) append(add func() raft.Future) error {
+	g.gate.enter()
+	defer g.gate.done()
+	return g.await(add())
 }
 
 // await waits for a Raft future, or until the replica closes: raft never
