@@ -112,7 +112,7 @@ func newReplicatedBackend(cfg *Config, apply *applier, stats *Stats) (backend, w
 	}
 	rc := replica.Config{Layout: l, Map: start, VirtualNodes: vnodes, Self: cfg.Self, DataDir: cfg.DataDir, NoSync: cfg.NoSync, LogFormat: cfg.RaftLog,
 		Timing: cfg.Raft, SessionTTL: cfg.SessionTTL, NewStore: storeMaker(cfg.Store), Dial: raftDialer(cfg, stats),
-		PeerStatus: admin.Status, LeaseReads: cfg.ReadMode == ReadLease, Logger: cfg.Logger}
+		PeerStatus: admin.Status, LeaseReads: cfg.ReadMode == ReadLease, RequestTime: stats.requestTime.get, Logger: cfg.Logger}
 	if reborn != nil {
 		rc.Reborn, rc.HostedElsewhere = reborn.reborn, reborn.elsewhere
 	}

@@ -20,6 +20,7 @@ type call struct {
 	conn      *connState
 	charged   int64  // set by the request's goroutine, read after it returns
 	clientSeq uint64 // the sequence number the client gave
+	start     time.Time
 }
 
 // serverCodec wraps a connection's rpc.ServerCodec (binary or gob) with
@@ -61,7 +62,7 @@ func (c *serverCodec) ReadRequestHeader(r *rpc.Request) error {
 	// The client's sequence numbers need not be unique; calls are tracked
 	// by the codec's own, and the client's is put back in the reply.
 	c.next++
-	c.cur = &call{conn: c.st, clientSeq: r.Seq}
+	c.cur = &call{conn: c.st, clientSeq: r.Seq, start: time.Now()}
 	r.Seq = c.next
 	c.mu.Lock()
 	c.calls[r.Seq] = c.cur
@@ -115,6 +116,7 @@ func (c *serverCodec) WriteResponse(r *rpc.Response, x any) error {
 		c.s.drop(c.st)
 	}
 	if cl != nil {
+		c.s.stats.requestTime.add(time.Since(cl.start))
 		c.s.releaseCall(cl)
 		c.st.inflight.Add(-1)
 		<-c.slots

@@ -40,6 +40,10 @@ type Stats struct {
 	// bucket i holds sizes in (2^(i-1), 2^i], bucket 0 sizes 0 and 1.
 	BatchSizes [batchSizeBuckets]atomic.Uint64
 	BatchedOps atomic.Uint64 // ops in all batches, the sum of BatchSizes' sizes
+
+	// requestTime is the recent mean time from a request's header read to
+	// its reply written. A replicated shard's commit gate reads it.
+	requestTime movingMean
 }
 
 const (

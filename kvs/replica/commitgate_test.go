@@ -30,12 +30,16 @@ func letGo(t *testing.T, entry <-chan time.Time, d time.Duration) time.Time {
 	}
 }
 
+// slowest is a rate of answered entries so low that commitSiblings alone
+// decides whether an entry is held.
+const slowest = 1e-9
+
 // TestCommitGateLetsFewEntriesGoAtOnce: with up to commitSiblings entries
 // in flight an entry is not held, however long the window; with the gate
 // off none is, however many are in flight; and an entry that finds the
 // others answered goes at once again.
 func TestCommitGateLetsFewEntriesGoAtOnce(t *testing.T) {
-	c := &commitGate{limit: time.Hour}
+	c := &commitGate{limit: time.Hour, rate: slowest}
 	for range commitSiblings {
 		letGo(t, enterAsync(c), 5*time.Second)
 	}
@@ -46,7 +50,7 @@ func TestCommitGateLetsFewEntriesGoAtOnce(t *testing.T) {
 	letGo(t, enterAsync(c), 5*time.Second)
 	require.Zero(t, c.held)
 
-	off := &commitGate{}
+	off := &commitGate{rate: slowest}
 	for range 10 * commitSiblings {
 		letGo(t, enterAsync(off), 5*time.Second)
 	}
@@ -60,7 +64,7 @@ func TestCommitGateLetsFewEntriesGoAtOnce(t *testing.T) {
 // one.
 func TestCommitGateHoldsEntriesForOneWindow(t *testing.T) {
 	const limit = time.Second
-	c := &commitGate{limit: limit}
+	c := &commitGate{limit: limit, rate: slowest}
 	for range commitSiblings {
 		c.enter()
 	}
@@ -82,4 +86,67 @@ func TestCommitGateHoldsEntriesForOneWindow(t *testing.T) {
 	third := enterAsync(c)
 	require.GreaterOrEqual(t, letGo(t, third, 10*time.Second).Sub(reopened), limit, "a new window")
 	require.EqualValues(t, 3, c.held)
+}
+
+// TestCommitGateHoldsOnlyAQueueAWindowDeep: at 10 entries answered a
+// second and a 1 s window, an entry is held only once 10 others are in
+// flight; before the first rate is measured, none is.
+func TestCommitGateHoldsOnlyAQueueAWindowDeep(t *testing.T) {
+	const limit = time.Second
+	c := &commitGate{limit: limit, rate: 10}
+	for range 10 {
+		letGo(t, enterAsync(c), 5*time.Second)
+	}
+	require.Zero(t, c.held)
+	entered := time.Now()
+	require.GreaterOrEqual(t, letGo(t, enterAsync(c), 10*time.Second).Sub(entered), limit)
+	require.EqualValues(t, 1, c.held)
+
+	unmeasured := &commitGate{limit: time.Hour}
+	for range 100 {
+		letGo(t, enterAsync(unmeasured), 5*time.Second)
+	}
+	require.Zero(t, unmeasured.held)
+}
+
+// TestCommitGateMeasuresTheRate: the rate is measured once rateEvery has
+// passed, and each new measure moves it halfway.
+func TestCommitGateMeasuresTheRate(t *testing.T) {
+	var c commitGate
+	t0 := time.Unix(1000, 0)
+	for i := range 100 {
+		c.countLocked(t0.Add(time.Duration(i) * time.Millisecond))
+	}
+	require.Zero(t, c.rate, "not measured before rateEvery")
+	c.countLocked(t0.Add(250 * time.Millisecond)) // 101 answered in 250 ms
+	require.InDelta(t, 404, c.rate, 0.01)
+	for i := range 50 {
+		c.countLocked(t0.Add(260*time.Millisecond + time.Duration(i)*time.Millisecond))
+	}
+	c.countLocked(t0.Add(750 * time.Millisecond)) // 51 in 500 ms: 102 a second
+	require.InDelta(t, (404+102)/2.0, c.rate, 0.01)
+}
+
+// TestCommitGateHoldsWhenRequestsAreSlow: with commitSiblings others in
+// flight, an entry is held once the server's requests take two windows
+// on average, not at less, and never with fewer others in flight.
+func TestCommitGateHoldsWhenRequestsAreSlow(t *testing.T) {
+	const limit = time.Second
+	requestTime := 3 * limit / 2
+	c := &commitGate{limit: limit, requestTime: func() time.Duration { return requestTime }}
+	for range commitSiblings + 5 {
+		letGo(t, enterAsync(c), 5*time.Second)
+	}
+	require.Zero(t, c.held, "requests at 1.5 windows")
+
+	requestTime = 2 * limit
+	entered := time.Now()
+	require.GreaterOrEqual(t, letGo(t, enterAsync(c), 10*time.Second).Sub(entered), limit)
+	require.EqualValues(t, 1, c.held)
+
+	few := &commitGate{limit: limit, requestTime: func() time.Duration { return time.Hour }}
+	for range commitSiblings {
+		letGo(t, enterAsync(few), 5*time.Second)
+	}
+	require.Zero(t, few.held)
 }

@@ -168,7 +168,10 @@ type groupConfig struct {
 	newStore  func() store.Store
 	sessionTT time.Duration
 	leases    bool
-	log       *slog.Logger
+	// requestTime is the server's recent mean time per request (nil: not
+	// known), for the commit gate.
+	requestTime func() time.Duration
+	log         *slog.Logger
 }
 
 // openStores returns the replica's log and snapshot stores: files in
@@ -200,7 +203,7 @@ func openGroup(gc groupConfig) (g *Group, err error) {
 		suspect: make(chan struct{}, 1)}
 	g.SetPlacement(gc.replicas)
 	g.lease.on, g.lease.dur, g.lease.base = gc.leases, gc.timing.LeaseRead, time.Now()
-	g.gate.limit = gc.timing.CommitWindow
+	g.gate.limit, g.gate.requestTime = gc.timing.CommitWindow, gc.requestTime
 	g.fsm = newShardFSM(gc.newStore, gc.sessionTT)
 	hlog := newRaftLogger(g.log)
 	logs, snaps, err := openStores(gc, hlog)

@@ -81,6 +81,11 @@ type Config struct {
 	// tests set it, to plant a lease too long and show that the
 	// linearizability checker catches its stale reads.
 	LeaseUnchecked bool
+	// RequestTime returns the recent mean time a request spends in the
+	// server, from its arrival to its reply; the shards' commit gates hold
+	// entries when it is at least twice Timing.CommitWindow. Nil leaves
+	// them only their own measure (commitgate.go).
+	RequestTime func() time.Duration
 	// Logger receives Raft's warnings and the failover decisions. Nil means
 	// slog.Default().
 	Logger *slog.Logger
@@ -257,7 +262,7 @@ func (s *Set) openLocked(sh int, replicas []string, join bool) error {
 	g, err := openGroup(groupConfig{
 		shard: sh, self: c.Self, replicas: replicas, join: join, dir: dir,
 		noSync: c.NoSync, logFormat: c.LogFormat, timing: c.Timing, dial: c.Dial, peerStat: c.PeerStatus,
-		newStore: c.NewStore, sessionTT: c.SessionTTL, leases: c.LeaseReads, log: c.Logger,
+		newStore: c.NewStore, sessionTT: c.SessionTTL, leases: c.LeaseReads, requestTime: c.RequestTime, log: c.Logger,
 	})
 	if err != nil {
 		return err
