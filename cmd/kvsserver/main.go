@@ -76,7 +76,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.DurationVar(&timing.SnapshotInterval, "raft-snapshot-interval", timing.SnapshotInterval, "how often a shard checks whether to snapshot")
 	fs.Uint64Var(&timing.TrailingLogs, "raft-trailing-logs", timing.TrailingLogs, "log entries a shard keeps after a snapshot; a follower further behind is sent the snapshot")
 	readMode := fs.String("read-mode", kvs.ReadBarrier, "with -rf > 1: how reads are served: barrier (a log entry per batch of reads; no clock assumption) or lease (a leader serves them for -read-lease after an entry commits, with no log entry; assumes the servers' clocks run at rates within 50% of each other, and replaces a crashed leader after about 700 ms instead of 200 ms)")
-	fs.DurationVar(&timing.CommitWindow, "raft-commit-window", timing.CommitWindow, "longest a shard's leader holds an entry that arrives while others are in flight, to append it with those that follow (0: none)")
+	fs.DurationVar(&timing.CommitWindow, "raft-commit-window", timing.CommitWindow, "under heavy load, how long a shard's leader holds a Raft entry to append it with those that follow (group commit; 0: none)")
 	fs.DurationVar(&timing.LeaseRead, "read-lease", timing.LeaseRead, "with -read-mode lease: how long a leader serves reads after an entry of its term commits")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -38,9 +38,9 @@ type Timing struct {
 	// serves reads without a log entry, when lease reads are on (see
 	// lease.go). Default 400 ms.
 	LeaseRead time.Duration
-	// CommitWindow is the longest a leader holds an entry that arrives
-	// while others are in flight, to send it with the entries that arrive
-	// after it (commitgate.go); 0 sends every entry at once. Default 40 ms.
+	// CommitWindow is how long a leader under heavy load holds an entry,
+	// to send it with the entries that arrive after it (commitgate.go);
+	// 0 sends every entry at once. Default 40 ms.
 	CommitWindow time.Duration
 	// Failover holds the delays of fast failover; zero fields take
 	// failover.DefaultTiming's.
