@@ -50,7 +50,7 @@ func (a *applier) applyAt(st store.Store, ops []wire.Op, at []int32, results []w
 			rejected++
 		case ops[i].Code == wire.OpGet:
 			gets++
-		case ops[i].Code == wire.OpPut:
+		case ops[i].Code == wire.OpPut, ops[i].Code == wire.OpPutIf:
 			puts++
 		default:
 			dels++

@@ -9,7 +9,9 @@ import (
 
 // Binary body encoding (all integers little endian, lengths as uvarints):
 //
-//	BatchArgs:  ringID u64 | shard uvarint | session uvarint | seq uvarint | nOps uvarint | nOps × (code u8 | keyLen uvarint | key | [put: valLen uvarint | value])
+//	BatchArgs:  ringID u64 | shard uvarint | session uvarint | seq uvarint | nOps uvarint | nOps × op
+//	op:         code u8 | keyLen uvarint | key | [put: valLen uvarint | value]
+//	            | [put-if: cond u8 | expectLen uvarint | expect | valLen uvarint | value]
 //	BatchReply: status u8 | errLen uvarint | err | leaderLen uvarint | leader | nRes uvarint | nRes × (status u8 | valLen uvarint | value)
 //
 // Decoding makes one string of the whole body and slices keys and values
@@ -23,12 +25,12 @@ var ErrMalformed = errors.New("wire: malformed batch")
 
 // BatchArgsBound returns at least the bytes AppendBatchArgs appends for a
 // batch of ops, whatever its header: a buffer of this capacity is never
-// grown: the header's ring ID and four varints, then per op its code, two
-// lengths, its key and its value.
+// grown: the header's ring ID and four varints, then per op its code and
+// condition, three lengths, its key, its value and its expected value.
 func BatchArgsBound(ops []Op) int {
 	n := 8 + 4*binary.MaxVarintLen64
 	for i := range ops {
-		n += 1 + 2*binary.MaxVarintLen64 + len(ops[i].Key) + len(ops[i].Value)
+		n += 2 + 3*binary.MaxVarintLen64 + len(ops[i].Key) + len(ops[i].Value) + len(ops[i].Expect)
 	}
 	return n
 }
@@ -45,7 +47,14 @@ func AppendBatchArgs(dst []byte, a *BatchArgs) []byte {
 		dst = append(dst, byte(op.Code))
 		dst = binary.AppendUvarint(dst, uint64(len(op.Key)))
 		dst = append(dst, op.Key...)
-		if op.Code == OpPut {
+		switch op.Code {
+		case OpPut:
+			dst = binary.AppendUvarint(dst, uint64(len(op.Value)))
+			dst = append(dst, op.Value...)
+		case OpPutIf:
+			dst = append(dst, byte(op.Cond))
+			dst = binary.AppendUvarint(dst, uint64(len(op.Expect)))
+			dst = append(dst, op.Expect...)
 			dst = binary.AppendUvarint(dst, uint64(len(op.Value)))
 			dst = append(dst, op.Value...)
 		}
@@ -168,8 +177,10 @@ func (r *reader) finish() error {
 // server can answer StatusTooLarge.
 var ErrTooManyOps = errors.New("wire: too many ops in batch")
 
-// DecodeBatchArgs decodes body into a. Op codes, keys and values are not
-// validated here (see Op.Check), only the framing. On error, a is left in an
+// DecodeBatchArgs decodes body into a. Op codes, conditions, keys and
+// values are not validated here (see Op.Check), only the framing: an
+// unknown op code carries only a key, so the rest of a batch after one
+// still decodes. On error, a is left in an
 // unspecified state. The ops' keys and values share one copy of body.
 func DecodeBatchArgs(body []byte, a *BatchArgs) error {
 	return decodeBatchArgs(string(body), a)
@@ -211,8 +222,13 @@ func decodeBatchArgs(body string, a *BatchArgs) error {
 		op := &a.Ops[i]
 		op.Code = OpCode(r.byte())
 		op.Key = r.str()
-		op.Value = ""
-		if op.Code == OpPut {
+		op.Cond, op.Value, op.Expect = 0, "", ""
+		switch op.Code {
+		case OpPut:
+			op.Value = r.str()
+		case OpPutIf:
+			op.Cond = Cond(r.byte())
+			op.Expect = r.str()
 			op.Value = r.str()
 		}
 	}

@@ -18,6 +18,13 @@ func TestBatchArgsRoundTrip(t *testing.T) {
 		{Code: OpDelete, Key: "c"},
 		{Code: 77, Key: "odd"}, // decodes; rejected later by Check
 		{Code: OpPut, Key: strings.Repeat("k", 300), Value: strings.Repeat("v", 70000)},
+		{Code: OpPutIf, Cond: CondEqual, Key: "n", Expect: "41", Value: "42"},
+		{Code: OpPutIf, Cond: CondEqual, Key: "n", Expect: "", Value: ""},
+		{Code: OpPutIf, Cond: CondAbsent, Key: "lock", Value: "owner"},
+		{Code: OpPutIf, Cond: CondPresent, Key: "k", Value: strings.Repeat("x", 200)},
+		{Code: OpPutIf, Cond: CondAlways, Key: "k", Value: "v"},
+		{Code: OpPutIf, Cond: 99, Key: "odd", Expect: "e", Value: "v"}, // decodes; rejected later by Check
+		{Code: OpGet, Key: "after"},
 	}}
 	var out BatchArgs
 	require.NoError(t, DecodeBatchArgs(AppendBatchArgs(nil, &in), &out))
@@ -27,6 +34,7 @@ func TestBatchArgsRoundTrip(t *testing.T) {
 func TestBatchReplyRoundTrip(t *testing.T) {
 	in := BatchReply{Status: StatusOK, Leader: "127.0.0.2:8081", Results: []Result{
 		{Status: StatusOK, Value: "v"}, {Status: StatusNotFound}, {Status: StatusTooLarge}, {Status: StatusNotLeader},
+		{Status: StatusMismatch, Value: "current"}, {Status: StatusMismatchNotFound},
 	}}
 	var out BatchReply
 	require.NoError(t, DecodeBatchReply(AppendBatchReply(nil, &in), &out))
@@ -51,6 +59,10 @@ func TestDecodeRejectsMalformed(t *testing.T) {
 		"overlong varint":    append(append([]byte{}, header...), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01),
 		"key length huge":    append(append([]byte{}, header...), 1, byte(OpGet), 0xff, 0xff, 0xff, 0xff, 0x0f),
 		"value runs short":   append(append([]byte{}, header...), 1, byte(OpPut), 1, 'k', 5, 'v'),
+		"put-if no cond":     append(append([]byte{}, header...), 1, byte(OpPutIf), 1, 'k'),
+		"put-if no value":    append(append([]byte{}, header...), 1, byte(OpPutIf), 1, 'k', byte(CondEqual), 1, 'e'),
+		"expect runs short":  append(append([]byte{}, header...), 1, byte(OpPutIf), 1, 'k', byte(CondEqual), 9, 'e', 0),
+		"expect length huge": append(append([]byte{}, header...), 1, byte(OpPutIf), 1, 'k', byte(CondEqual), 0xff, 0xff, 0xff, 0xff, 0x0f, 0),
 	}
 	for name, b := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -108,6 +120,12 @@ func FuzzDecodeBatchArgs(f *testing.F) {
 	f.Add(AppendBatchArgs(nil, &BatchArgs{}))
 	f.Add(AppendBatchArgs(nil, &BatchArgs{RingID: 9, Ops: []Op{{Code: OpGet, Key: "a"}, {Code: OpPut, Key: "b", Value: "c"}, {Code: OpDelete, Key: "d"}}}))
 	f.Add(AppendBatchArgs(nil, &BatchArgs{Ops: []Op{{Code: 200, Key: ""}}}))
+	f.Add(AppendBatchArgs(nil, &BatchArgs{Session: 3, Seq: 8, Ops: []Op{
+		{Code: OpPutIf, Cond: CondEqual, Key: "n", Expect: "1", Value: "2"},
+		{Code: OpPutIf, Cond: CondAbsent, Key: "l", Value: "o"},
+		{Code: OpPutIf, Cond: CondAlways, Key: "g", Value: ""},
+		{Code: OpPutIf, Cond: 0, Key: "z"},
+	}}))
 	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Add([]byte("GET / HTTP/1.1\r\n\r\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -131,6 +149,7 @@ func FuzzDecodeBatchArgs(f *testing.F) {
 func FuzzDecodeBatchReply(f *testing.F) {
 	f.Add(AppendBatchReply(nil, &BatchReply{Results: []Result{{Status: StatusOK, Value: "v"}}}))
 	f.Add([]byte{5, 3, 'e', 'r', 'r', 0})
+	f.Add(AppendBatchReply(nil, &BatchReply{Results: []Result{{Status: StatusMismatch, Value: "cur"}, {Status: StatusMismatchNotFound}}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var r, aliasing BatchReply
 		err := DecodeBatchReply(b, &r)
@@ -147,18 +166,22 @@ func FuzzDecodeBatchReply(f *testing.F) {
 }
 
 // TestBatchArgsBound: a batch's encoding fits BatchArgsBound, for gets,
-// puts and deletes with keys and values of every length class.
+// puts, conditional puts and deletes with keys and values of every length
+// class.
 func TestBatchArgsBound(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for range 200 {
 		ops := make([]Op, rng.IntN(50))
 		for i := range ops {
 			key := strings.Repeat("k", rng.IntN(300))
-			switch rng.IntN(3) {
+			switch rng.IntN(4) {
 			case 0:
 				ops[i] = Op{Code: OpGet, Key: key}
 			case 1:
 				ops[i] = Op{Code: OpPut, Key: key, Value: strings.Repeat("v", rng.IntN(20000))}
+			case 2:
+				ops[i] = Op{Code: OpPutIf, Cond: CondEqual, Key: key,
+					Expect: strings.Repeat("e", rng.IntN(20000)), Value: strings.Repeat("v", rng.IntN(20000))}
 			default:
 				ops[i] = Op{Code: OpDelete, Key: key}
 			}

@@ -11,6 +11,7 @@ const (
 	OpGet    OpCode = 1 // read Key; the result carries its value
 	OpPut    OpCode = 2 // set Key to Value
 	OpDelete OpCode = 3 // remove Key; deleting a missing key is OK
+	OpPutIf  OpCode = 4 // set Key to Value if Cond holds (see Cond); the result carries the value Key held
 )
 
 // String names the op code for logs and errors.
@@ -22,16 +23,23 @@ func (c OpCode) String() string {
 		return "put"
 	case OpDelete:
 		return "delete"
+	case OpPutIf:
+		return "put-if"
 	default:
 		return fmt.Sprintf("op(%d)", uint8(c))
 	}
 }
 
-// Op is one operation of a batch. Value is used by OpPut only.
+// Op is one operation of a batch. Value is used by OpPut and OpPutIf,
+// Cond and Expect by OpPutIf only; other ops ignore them.
 type Op struct {
 	Code  OpCode
+	Cond  Cond
 	Key   string
 	Value string
+	// Expect is the value Key must hold for CondEqual; it must be empty
+	// for every other condition.
+	Expect string
 }
 
 // Status is the outcome of one op, or of a whole batch.
@@ -50,6 +58,10 @@ const (
 	StatusNotLeader Status = 7 // this replica does not lead the op's shard; not applied (see BatchReply.Leader)
 	StatusUnknown   Status = 8 // a write whose replication outcome is unknown: it may or may not have been applied
 	StatusMoved     Status = 9 // this server hosts no replica of the op's shard under its map; not applied (the sender's map is stale: BatchReply.Leader names a replica)
+	// The two outcomes of an OpPutIf whose condition did not hold (see
+	// Cond); the op was not applied.
+	StatusMismatch         Status = 10 // Key is present: Result.Value is its current value
+	StatusMismatchNotFound Status = 11 // Key is absent
 )
 
 // String names the status for logs and errors.
@@ -75,6 +87,10 @@ func (s Status) String() string {
 		return "outcome unknown"
 	case StatusMoved:
 		return "moved"
+	case StatusMismatch:
+		return "condition not met"
+	case StatusMismatchNotFound:
+		return "condition not met (key absent)"
 	default:
 		return fmt.Sprintf("status(%d)", uint8(s))
 	}
@@ -84,7 +100,21 @@ func (s Status) String() string {
 // get, was answered).
 func (s Status) Applied() bool { return s == StatusOK || s == StatusNotFound }
 
-// Result is the outcome of one op. Value is set for a get with StatusOK.
+// Decided reports whether an op with this status got a final answer: it
+// was applied, or it was an OpPutIf whose condition did not hold.
+func (s Status) Decided() bool { return s.Applied() || s.Mismatch() }
+
+// Mismatch reports whether s says an OpPutIf's condition did not hold.
+func (s Status) Mismatch() bool { return s == StatusMismatch || s == StatusMismatchNotFound }
+
+// Present reports whether a decided get or OpPutIf found its key: StatusOK
+// and StatusMismatch say it was present, StatusNotFound and
+// StatusMismatchNotFound that it was absent.
+func (s Status) Present() bool { return s == StatusOK || s == StatusMismatch }
+
+// Result is the outcome of one op. Value is set for a get with StatusOK,
+// and for an OpPutIf that found its key (StatusOK or StatusMismatch): the
+// value the key held when the op was decided.
 type Result struct {
 	Status Status
 	Value  string
@@ -138,14 +168,30 @@ const (
 )
 
 // Check returns the status an op gets before it is applied: StatusOK when
-// it is well formed and within the limits.
+// it is well formed and within the limits. An OpPutIf with an unknown
+// condition, or with Expect set for a condition other than CondEqual, is
+// StatusBadOp; one whose Expect is over MaxValueBytes is StatusTooLarge.
 func (op *Op) Check() Status {
 	switch {
-	case op.Code < OpGet || op.Code > OpDelete:
+	case op.Code < OpGet || op.Code > OpPutIf:
 		return StatusBadOp
 	case op.Key == "":
 		return StatusBadKey
 	case len(op.Key) > MaxKeyBytes, len(op.Value) > MaxValueBytes:
+		return StatusTooLarge
+	case op.Code == OpPutIf:
+		return op.checkCond()
+	}
+	return StatusOK
+}
+
+func (op *Op) checkCond() Status {
+	switch {
+	case op.Cond < CondEqual || op.Cond > CondAlways:
+		return StatusBadOp
+	case op.Cond != CondEqual && op.Expect != "":
+		return StatusBadOp
+	case len(op.Expect) > MaxValueBytes:
 		return StatusTooLarge
 	}
 	return StatusOK

@@ -9,9 +9,11 @@ import (
 
 // Apply applies ops to s in order and writes op i's result to results[i].
 // An op that fails wire.Op.Check gets that status and changes nothing.
-// The values read are copied into vals, which the results' values then
-// alias; a get whose value vals refuses (over its Limit) answers
-// wire.StatusTooLarge instead, so that a reply stays within a frame.
+// The values read (by gets, and the values conditional puts found) are
+// copied into vals, which the results' values then alias; a get or
+// conditional put whose value vals refuses (over its Limit) answers
+// wire.StatusTooLarge instead, and the conditional put is not applied, so
+// that a reply stays within a frame.
 //
 // A store with a Batcher applies a batch of valid ops in one call; any
 // other store, or a batch with an invalid op, is applied op by op.
@@ -53,6 +55,8 @@ func ApplyAt(s Store, ops []wire.Op, at []int32, results []wire.Result, vals *Va
 		case wire.OpDelete:
 			s.Delete(op.Key)
 			results[i] = wire.Result{Status: wire.StatusOK}
+		case wire.OpPutIf:
+			results[i] = s.PutIf(op, vals)
 		}
 	}
 }
@@ -101,3 +105,7 @@ func aliasString(b []byte) string {
 	}
 	return unsafe.String(&b[0], len(b))
 }
+
+// stringBytes returns the bytes of s without copying them; they must not
+// be modified.
+func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }

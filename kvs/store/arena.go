@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/batchkv/batchkv/wire"
 )
 
 // Arena is a Store built for lookups over millions of keys: a hash
@@ -107,6 +109,15 @@ func (s *Arena) Put(key, value string) {
 	sh.mu.Lock()
 	sh.put(key, value, h)
 	sh.mu.Unlock()
+}
+
+// PutIf implements Store.
+func (s *Arena) PutIf(op *wire.Op, vals *Values) wire.Result {
+	sh, h := s.locate(op.Key)
+	sh.mu.Lock()
+	res := sh.putIf(op, h, vals)
+	sh.mu.Unlock()
+	return res
 }
 
 // Delete implements Store.
@@ -246,6 +257,29 @@ func (sh *arenaShard) put(key, value string, h uint64) {
 		}
 		sh.rebuild(n, false)
 	}
+}
+
+// putIf decides and applies a conditional put; the caller holds the
+// shard's lock exclusively. The old value is copied out before put may
+// overwrite it in place.
+func (sh *arenaShard) putIf(op *wire.Op, h uint64, vals *Values) wire.Result {
+	i, found := sh.find(op.Key, h)
+	var cur []byte
+	if found {
+		cur = sh.value(int(sh.slots[i]&offMask) - 1)
+	}
+	res := wire.Result{Status: op.Decide(aliasString(cur), found)}
+	if found {
+		v, ok := vals.Add(cur)
+		if !ok {
+			return wire.Result{Status: wire.StatusTooLarge}
+		}
+		res.Value = v
+	}
+	if res.Status.Applied() {
+		sh.put(op.Key, op.Value, h)
+	}
+	return res
 }
 
 func (sh *arenaShard) delete(key string, h uint64) {

@@ -18,7 +18,8 @@ type Batcher interface {
 	// at lists them; ops on different keys in any order. The values read
 	// are copied into vals, which the results' values then alias. A get
 	// whose value vals refuses (over its Limit) answers
-	// wire.StatusTooLarge instead.
+	// wire.StatusTooLarge instead, as does a conditional put, which is then
+	// not applied (see Store.PutIf).
 	ApplyBatchAt(ops []wire.Op, at []int32, results []wire.Result, vals *Values)
 }
 
@@ -156,5 +157,7 @@ func (sh *arenaShard) apply(op *wire.Op, res *wire.Result, h uint64, vals *Value
 	case wire.OpDelete:
 		sh.delete(op.Key, h)
 		*res = wire.Result{Status: wire.StatusOK}
+	case wire.OpPutIf:
+		*res = sh.putIf(op, h, vals)
 	}
 }

@@ -7,10 +7,14 @@
 //	s, _ := store.New(store.DefaultKind)
 //	s.Put("k", "v")
 //	v, ok := store.Get(s, "k")
+//	res := s.PutIf(&wire.Op{Code: wire.OpPutIf, Cond: wire.CondEqual, Key: "k", Expect: "v", Value: "w"},
+//		&store.Values{Limit: 1 << 20}) // res.Status == wire.StatusOK, res.Value == "v"
 //
 // Apply runs a batch of wire ops against a Store in order, through the
 // store's Batcher when it has one.
 package store
+
+import "github.com/batchkv/batchkv/wire"
 
 // Store is the map a server keeps its keys in. Implementations are safe for
 // concurrent use and make every call atomic: a read sees a write either
@@ -26,6 +30,13 @@ type Store interface {
 	Put(key, value string)
 	// Delete removes key; deleting a missing key is not an error.
 	Delete(key string)
+	// PutIf applies op, an OpPutIf that passed wire.Op.Check: it decides
+	// op's condition (wire.Op.Decide) on the value op.Key holds and, if it
+	// holds, writes op.Value, in one step atomic with every other call on
+	// the key. The value the key held is copied into vals, which the
+	// result's value aliases; when vals refuses it (over its Limit), the
+	// op is not applied and answers wire.StatusTooLarge.
+	PutIf(op *wire.Op, vals *Values) wire.Result
 	// Len returns the number of keys. It may take time proportional to it.
 	Len() int
 	// Range calls fn for every key and value until fn returns false. The

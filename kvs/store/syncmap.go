@@ -3,6 +3,8 @@ package store
 import (
 	"strings"
 	"sync"
+
+	"github.com/batchkv/batchkv/wire"
 )
 
 // SyncMap is a Store over sync.Map, the course project's choice: reads
@@ -27,6 +29,39 @@ func (s *SyncMap) AppendGet(dst []byte, key string) ([]byte, bool) {
 // Put implements Store.
 func (s *SyncMap) Put(key, value string) {
 	s.m.Store(strings.Clone(key), strings.Clone(value))
+}
+
+// PutIf implements Store. The decision is made on a value loaded, and the
+// write succeeds only if the key still holds that very value (or is still
+// absent); otherwise the op is decided again on the new one.
+func (s *SyncMap) PutIf(op *wire.Op, vals *Values) wire.Result {
+	for {
+		loaded, found := s.m.Load(op.Key)
+		var cur string
+		if found {
+			cur = loaded.(string)
+			if !vals.Fits(len(cur)) {
+				return wire.Result{Status: wire.StatusTooLarge}
+			}
+		}
+		st := op.Decide(cur, found)
+		if st.Applied() {
+			value := strings.Clone(op.Value)
+			if found && !s.m.CompareAndSwap(op.Key, loaded, value) {
+				continue
+			}
+			if !found {
+				if _, raced := s.m.LoadOrStore(strings.Clone(op.Key), value); raced {
+					continue
+				}
+			}
+		}
+		res := wire.Result{Status: st}
+		if found {
+			res.Value, _ = vals.Add(stringBytes(cur))
+		}
+		return res
+	}
 }
 
 // Delete implements Store.

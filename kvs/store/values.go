@@ -39,6 +39,9 @@ func (vs *Values) Add(v []byte) (string, bool) {
 	return aliasString(vs.buf[at:]), true
 }
 
+// Fits reports whether Add would accept a value of n bytes.
+func (vs *Values) Fits(n int) bool { return vs.total+n <= vs.Limit }
+
 // Len returns the bytes of the values added.
 func (vs *Values) Len() int { return vs.total }
 
