@@ -1,11 +1,13 @@
 // Package kvs is the server: net/rpc's KVService in front of one backend.
 //
-// One port serves two protocols. A connection that opens with
-// wire.Preamble speaks the binary codec (package wire), the fast path that
-// the client library uses. Any other connection is handed to an HTTP server
-// that serves net/rpc over HTTP at rpc.DefaultRPCPath with gob, which is
-// what the course skeleton's client (rpc.DialHTTP, KVService.Get/Put)
-// speaks. Both reach the same Service.
+// One port serves three protocols (conn.go tells them apart). A connection
+// that opens with wire.Preamble speaks the binary codec (package wire), the
+// fast path that the client library uses. One that opens with
+// replica.Preamble carries one shard's Raft traffic between replicas. Any
+// other connection is handed to an HTTP server that serves net/rpc over
+// HTTP at rpc.DefaultRPCPath with gob, which is what the course skeleton's
+// client (rpc.DialHTTP, KVService.Get/Put) and the admin RPCs speak. The
+// binary and HTTP ones reach the same Service.
 //
 //	ln, _ := net.Listen("tcp", ":8080")
 //	srv, _ := kvs.New(kvs.Config{})
