@@ -9,7 +9,9 @@
 //
 // Get, Put and Delete are safe to call from many goroutines: ops from
 // concurrent callers coalesce into one batch per server, sent when it is
-// full (Config.MaxBatchOps) or after Config.Linger. Callers that build their
+// full (Config.MaxBatchOps), when an earlier batch to that server is
+// answered, or after Config.Linger; an op that finds nothing in flight to
+// its server goes at once, alone. Callers that build their
 // own batches use Do, which splits a batch by owner and sends the parts to
 // their servers concurrently.
 //
@@ -57,8 +59,10 @@ type Config struct {
 	// Delete sends a server's pending batch. Default 1024; at most
 	// wire.MaxBatchOps.
 	MaxBatchOps int
-	// Linger is how long the auto-batcher waits for more ops before sending
-	// a batch that is not full. Default 100µs.
+	// Linger bounds how long an op of Get, Put or Delete waits behind
+	// batches in flight before its batch is sent, full or not. An op that
+	// finds no batch in flight to its server is sent at once. Default
+	// 100µs.
 	Linger time.Duration
 	// MaxInFlight bounds the auto-batcher's batches in flight per server;
 	// when reached, further batches wait (flow control). Default 8.
@@ -429,7 +433,7 @@ func (c *Client) one(ctx context.Context, op wire.Op) (wire.Result, error) {
 		return wire.Result{}, ErrClosed
 	}
 	done := make(chan outcome, 1)
-	c.batchers[c.route(op.Key)].add(op, done)
+	c.batchers[c.route(op.Key)].add(ctx, op, done)
 	select {
 	case o := <-done:
 		if o.err != nil {
