@@ -13,35 +13,52 @@ import (
 
 // syncLatency is the Raft seed's experiment: n synchronous single-op puts
 // from one goroutine, then n gets of the same keys, each waiting for the
-// previous to return. It prints the latency percentiles of each.
+// previous to return. It runs them twice: as batches of one op (Do), and
+// through the client's Put and Get, whose auto-batcher must send a lone
+// op at once. It prints the latency percentiles of each.
 func syncLatency(ctx context.Context, cl *client.Client, n int, value string, stdout io.Writer) error {
 	key := func(i int) string { return fmt.Sprintf("sync%08d", i) }
-	for _, phase := range []string{"put", "get"} {
+	phases := []struct{ op, via string }{{"put", "Do"}, {"get", "Do"}, {"put", "Put"}, {"get", "Get"}}
+	for _, ph := range phases {
 		lat := make([]time.Duration, 0, n)
 		for i := range n {
-			op := wire.Op{Code: wire.OpGet, Key: key(i)}
-			if phase == "put" {
-				op = wire.Op{Code: wire.OpPut, Key: key(i), Value: value}
-			}
-			// One op per batch, sent at once: no auto-batching linger.
 			start := time.Now()
-			res, err := cl.Do(ctx, []wire.Op{op})
-			switch {
-			case err != nil:
-			case res[0].Status != wire.StatusOK:
-				err = fmt.Errorf("%s %s: %s", phase, key(i), res[0].Status)
-			case phase == "get" && res[0].Value != value:
-				err = fmt.Errorf("get %s: got %d bytes, want the %d put", key(i), len(res[0].Value), len(value))
+			got, err := syncOne(ctx, cl, ph.op, ph.via, key(i), value)
+			if err == nil && ph.op == "get" && got != value {
+				err = fmt.Errorf("got %d bytes, want the %d put", len(got), len(value))
 			}
 			if err != nil {
-				return fmt.Errorf("sync %s %d: %w", phase, i, err)
+				return fmt.Errorf("sync %s via %s %s: %w", ph.op, ph.via, key(i), err)
 			}
 			lat = append(lat, time.Since(start))
 		}
 		slices.Sort(lat)
 		pct := func(p float64) time.Duration { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
-		fmt.Fprintf(stdout, "sync %s n %d p50 %v p90 %v p99 %v p99.9 %v p99.99 %v max %v\n", phase, n,
+		fmt.Fprintf(stdout, "sync %s via %s n %d p50 %v p90 %v p99 %v p99.9 %v p99.99 %v max %v\n", ph.op, ph.via, n,
 			pct(0.50), pct(0.90), pct(0.99), pct(0.999), pct(0.9999), lat[len(lat)-1])
 	}
 	return nil
+}
+
+// syncOne runs one op (put or get) via Do (a batch of one) or via the
+// client's Put or Get, and returns the value a get read.
+func syncOne(ctx context.Context, cl *client.Client, op, via, key, value string) (string, error) {
+	switch via {
+	case "Put":
+		return "", cl.Put(ctx, key, value)
+	case "Get":
+		return cl.Get(ctx, key)
+	}
+	o := wire.Op{Code: wire.OpGet, Key: key}
+	if op == "put" {
+		o = wire.Op{Code: wire.OpPut, Key: key, Value: value}
+	}
+	res, err := cl.Do(ctx, []wire.Op{o})
+	if err != nil {
+		return "", err
+	}
+	if res[0].Status != wire.StatusOK {
+		return "", fmt.Errorf("status %s", res[0].Status)
+	}
+	return res[0].Value, nil
 }

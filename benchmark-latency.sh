@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# benchmark-latency.sh - the latency of a lone op (one caller, one op at a
+# time, no pipelining) on one batchkv server against Redis, alternating,
+# with the ratios.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+
+ROUNDS=3
+OPS=20000
+PORT=29080
+REDIS_PORT=29379
+OUT=""
+
+usage() {
+    cat <<USAGE
+Usage: $0 [options]
+
+Runs, alternately and ROUNDS times each:
+  (a) redis-server (persistence off, 127.0.0.1) holding OPS keys with
+      128-byte values, and redis-benchmark -c 1 -P 1 -t set,get -d 128
+      over them: one connection, one command at a time;
+  (b) one kvsserver (RF=1, memory only) and kvsclient -sync-ops OPS: one
+      goroutine, OPS puts then OPS gets of 128-byte values, first as
+      batches of one op (client Do), then through the client's Put and Get
+      (its auto-batcher).
+Prints each round's p50 and p99 and then the medians over the rounds with
+the ratios batchkv / Redis (below 1 is faster than Redis) and Get / Do.
+Installs Redis from Debian's packages if missing.
+
+Options (defaults in brackets):
+  --rounds N        rounds of each system [$ROUNDS]
+  --ops N           ops of each kind per run [$OPS]
+  --port N          port of kvsserver on 127.0.0.1 [$PORT]
+  --redis-port N    port of redis-server on 127.0.0.1 [$REDIS_PORT]
+  --quick           1 round of 2,000 ops
+  --out DIR         write results to DIR [logs/latency-<timestamp>]
+  -h, --help        this help
+USAGE
+}
+
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        -h|--help) usage; exit 0 ;;
+        --rounds) ROUNDS="${2:?}"; shift 2 ;;
+        --ops) OPS="${2:?}"; shift 2 ;;
+        --port) PORT="${2:?}"; shift 2 ;;
+        --redis-port) REDIS_PORT="${2:?}"; shift 2 ;;
+        --quick) ROUNDS=1; OPS=2000; shift ;;
+        --out) OUT="${2:?}"; shift 2 ;;
+        *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
+    esac
+done
+for n in "$ROUNDS" "$OPS" "$PORT" "$REDIS_PORT"; do
+    [[ $n =~ ^[1-9][0-9]*$ ]] || { echo "not a positive number: $n (see --help)" >&2; exit 2; }
+done
+
+if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null; then
+    echo "installing redis-server from Debian's packages"
+    SUDO=""
+    [[ $(id -u) == 0 ]] || SUDO=sudo
+    $SUDO apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q redis-server
+fi
+
+OUT="${OUT:-$ROOT/logs/latency-$(date +%Y%m%d-%H%M%S)}"
+mkdir -p "$OUT"
+CSV="$OUT/latency.csv"
+echo "round,system,op,p50_us,p99_us" > "$CSV"
+echo "rounds=$ROUNDS ops=$OPS port=$PORT redis_port=$REDIS_PORT value_bytes=128"
+echo "redis: $(redis-server --version)"
+echo "results: $OUT"
+
+PIDS=()
+cleanup() {
+    local pid
+    for pid in "${PIDS[@]}"; do
+        if kill -0 "$pid" 2>/dev/null; then
+            kill "$pid" 2>/dev/null || true
+            wait "$pid" 2>/dev/null || true
+        fi
+    done
+    PIDS=()
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+(cd "$ROOT" && go build -o bin/ ./cmd/kvsserver ./cmd/kvsclient)
+
+# wait_port PORT: until something listens on 127.0.0.1:PORT (10 s at most).
+wait_port() {
+    for _ in $(seq 100); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+        sleep 0.1
+    done
+    echo "nothing listens on 127.0.0.1:$1 after 10 s" >&2
+    return 1
+}
+
+# redis_round ROUND: Redis's p50 and p99 of lone SETs and GETs.
+redis_round() {
+    local round=$1
+    redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
+        > "$OUT/redis-server-$round.log" 2>&1 &
+    PIDS+=($!)
+    wait_port "$REDIS_PORT"
+    # The keys redis-benchmark -r draws from, key:000000000000 .., loaded
+    # first so that every GET finds a 128-byte value.
+    awk -v n="$OPS" 'BEGIN { v = ""; for (i = 0; i < 128; i++) v = v "v";
+        for (i = 0; i < n; i++) { k = sprintf("key:%012d", i);
+            printf "*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$128\r\n%s\r\n", length(k), k, v } }' |
+        redis-cli -p "$REDIS_PORT" --pipe > "$OUT/redis-load-$round.log"
+    redis-benchmark -p "$REDIS_PORT" -c 1 -P 1 -t set,get -n "$OPS" -r "$OPS" -d 128 --csv \
+        > "$OUT/redis-benchmark-$round.csv"
+    # "SET","rps","avg","min","p50","p95","p99","max" in milliseconds.
+    awk -F, -v r="$round" 'NR > 1 { gsub(/"/, ""); t = tolower($1);
+        printf "%s,redis,%s,%.1f,%.1f\n", r, t, $5 * 1000, $7 * 1000 }' \
+        "$OUT/redis-benchmark-$round.csv" | sed 's/,redis,set,/,redis,put,/' >> "$CSV"
+    cleanup
+}
+
+# batchkv_round ROUND: kvsclient -sync-ops against one server.
+batchkv_round() {
+    local round=$1
+    "$ROOT/bin/kvsserver" -host 127.0.0.1 -port "$PORT" > "$OUT/kvsserver-$round.log" 2>&1 &
+    PIDS+=($!)
+    wait_port "$PORT"
+    "$ROOT/bin/kvsclient" -hosts "127.0.0.1:$PORT" -sync-ops "$OPS" -valueBytes 128 \
+        > "$OUT/kvsclient-$round.txt" 2>&1 || { tail -5 "$OUT/kvsclient-$round.txt" >&2; exit 1; }
+    # "sync put via Do n N p50 57.1µs p90 .. p99 80µs ..": Go durations.
+    awk -v r="$round" '
+        function us(d) {
+            if (d ~ /ns$/) return d / 1000
+            if (d ~ /µs$/) return substr(d, 1, length(d) - 2) + 0
+            if (d ~ /ms$/) return substr(d, 1, length(d) - 2) * 1000
+            return substr(d, 1, length(d) - 1) * 1000000
+        }
+        $1 == "sync" { name = ($4 == "Do") ? "batchkv" : "batchkv-auto"
+            printf "%s,%s,%s,%.1f,%.1f\n", r, name, $2, us($8), us($12) }' \
+        "$OUT/kvsclient-$round.txt" >> "$CSV"
+    cleanup
+}
+
+for round in $(seq "$ROUNDS"); do
+    echo "round $round: redis"
+    redis_round "$round"
+    echo "round $round: batchkv"
+    batchkv_round "$round"
+done
+
+echo
+echo "per round (µs):"
+column -t -s, "$CSV"
+
+# median SYSTEM OP FIELD: the median over the rounds (FIELD 4 = p50, 5 = p99).
+median() {
+    awk -F, -v s="$1" -v o="$2" -v f="$3" '$2 == s && $3 == o {print $f}' "$CSV" | sort -g |
+        awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]; else print "nan"}'
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "nan" }'; }
+
+{
+    echo "| op | Redis p50 / p99 (µs) | batchkv Do p50 / p99 | Put/Get p50 / p99 | Do / Redis p50, p99 | Put/Get / Redis p50, p99 | Put/Get / Do p50 |"
+    echo "|---|---|---|---|---|---|---|"
+    for op in get put; do
+        r50=$(median redis "$op" 4); r99=$(median redis "$op" 5)
+        d50=$(median batchkv "$op" 4); d99=$(median batchkv "$op" 5)
+        a50=$(median batchkv-auto "$op" 4); a99=$(median batchkv-auto "$op" 5)
+        echo "| $op | $r50 / $r99 | $d50 / $d99 | $a50 / $a99 | $(ratio "$d50" "$r50"), $(ratio "$d99" "$r99") | $(ratio "$a50" "$r50"), $(ratio "$a99" "$r99") | $(ratio "$a50" "$d50") |"
+    done
+} | tee "$OUT/latency.md"
+echo "medians over $ROUNDS rounds; written to $OUT/latency.md"
