@@ -7,13 +7,14 @@
 //	err = c.Put(ctx, "k", "v")
 //	v, err := c.Get(ctx, "k")
 //
-// Get, Put and Delete are safe to call from many goroutines: ops from
-// concurrent callers coalesce into one batch per server, sent when it is
-// full (Config.MaxBatchOps), when an earlier batch to that server is
-// answered, or after Config.Linger; an op that finds nothing in flight to
-// its server goes at once, alone. Callers that build their
-// own batches use Do, which splits a batch by owner and sends the parts to
-// their servers concurrently.
+// Get, Put, Delete and the conditional writes (CompareAndSwap,
+// PutIfAbsent, PutIfPresent, Swap: see putif.go) are safe to call from
+// many goroutines: ops from concurrent callers coalesce into one batch per
+// server, sent when it is full (Config.MaxBatchOps), when an earlier batch
+// to that server is answered, or after Config.Linger; an op that finds
+// nothing in flight to its server goes at once, alone. Callers that build
+// their own batches use Do, which splits a batch by owner and sends the
+// parts to their servers concurrently.
 //
 // If the client's server list differs from the servers' own (say it names
 // only one server of four), the first server to notice answers "wrong ring";
@@ -424,8 +425,8 @@ func (c *Client) one(ctx context.Context, op wire.Op) (wire.Result, error) {
 	switch op.Check() {
 	case wire.StatusOK:
 	case wire.StatusTooLarge:
-		return wire.Result{}, fmt.Errorf("%w: key of %d bytes (limit %d) or value of %d bytes (limit %d)",
-			ErrTooLarge, len(op.Key), wire.MaxKeyBytes, len(op.Value), wire.MaxValueBytes)
+		return wire.Result{}, fmt.Errorf("%w: key of %d bytes (limit %d), or value of %d bytes or expected value of %d bytes (limit %d)",
+			ErrTooLarge, len(op.Key), wire.MaxKeyBytes, len(op.Value), len(op.Expect), wire.MaxValueBytes)
 	default:
 		return wire.Result{}, fmt.Errorf("%w: %s", ErrInvalid, op.Check())
 	}
@@ -439,7 +440,7 @@ func (c *Client) one(ctx context.Context, op wire.Op) (wire.Result, error) {
 		if o.err != nil {
 			return o.res, o.err
 		}
-		if !o.res.Status.Applied() {
+		if !o.res.Status.Decided() { // (a mismatch is an OpPutIf's answer, not an error)
 			return o.res, fmt.Errorf("client: %s %q: %s", op.Code, op.Key, o.res.Status)
 		}
 		return o.res, nil

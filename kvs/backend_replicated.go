@@ -27,6 +27,8 @@ type replicatedBackend struct {
 	staleReads atomic.Bool
 	// serveByMap plants a bug for tests (SetServeByMapForTest).
 	serveByMap atomic.Bool
+	// casOnLeader plants a bug for tests (SetCASOnLeaderForTest).
+	casOnLeader atomic.Bool
 	// stop ends followMap, which wg waits for.
 	stop chan struct{}
 	wg   sync.WaitGroup

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/batchkv/batchkv/internal/planted"
 	"github.com/batchkv/batchkv/kvs/replica"
 	"github.com/batchkv/batchkv/kvs/store"
 	"github.com/batchkv/batchkv/wire"
@@ -16,7 +17,10 @@ type shardPlan struct {
 	// entry is the batch's log entry: its writes in order, and before the
 	// first write of a key that an earlier get of the batch reads, one get
 	// of that key (a "riding" get), which reads the value the key had
-	// before the batch wrote it.
+	// before the batch wrote it. A key the batch writes conditionally
+	// (wire.OpPutIf) has every get of it in the entry, in batch order,
+	// since what a conditional write leaves is known only once the state
+	// machine has decided it.
 	entry []wire.Op
 	// writeAt[j] is the index in ops of entry op j (writes and riding gets
 	// alike).
@@ -27,7 +31,8 @@ type shardPlan struct {
 	// nothing).
 	readAt []int32
 	// riding links each get that reads a key before the batch writes it
-	// to the entry index of its key's riding get.
+	// (or any get of a key written conditionally) to the entry index of
+	// the get that answers it.
 	riding []link
 	// shadow links each get that follows a write of its key in the batch
 	// to the index in ops of the last such write: it reads that write.
@@ -35,6 +40,9 @@ type shardPlan struct {
 	// of its hot keys, and map inserts were 2% of a server's CPU.)
 	shadow               []link
 	rejected, puts, dels uint64
+	// conds counts the entry's conditional writes, whose results come
+	// from the state machine.
+	conds int
 }
 
 // link ties the get at index at in a batch's ops to what answers it.
@@ -48,7 +56,7 @@ func planShard(ops []wire.Op, results []wire.Result) *shardPlan {
 	var written writeSet // the keys the batch writes
 	for i := range ops {
 		if ops[i].Code != wire.OpGet && ops[i].Check() == wire.StatusOK {
-			written.add(ops[i].Key)
+			written.add(ops[i].Key, ops[i].Code == wire.OpPutIf)
 		}
 	}
 	p.readAt = make([]int32, 0, len(ops)-written.writes)
@@ -64,6 +72,11 @@ func planShard(ops []wire.Op, results []wire.Result) *shardPlan {
 			switch {
 			case w == nil:
 				p.readAt = append(p.readAt, int32(i))
+			case w.cond:
+				// Read in the entry, at its place among the key's writes.
+				p.riding = append(p.riding, link{at: i, from: len(p.entry)})
+				p.entry = append(p.entry, *op)
+				p.writeAt = append(p.writeAt, i)
 			case w.last >= 0:
 				p.shadow = append(p.shadow, link{at: i, from: w.last})
 			default:
@@ -80,10 +93,14 @@ func planShard(ops []wire.Op, results []wire.Result) *shardPlan {
 		w.last = i
 		p.entry = append(p.entry, *op)
 		p.writeAt = append(p.writeAt, i)
-		if op.Code == wire.OpPut {
-			p.puts++
-		} else {
+		switch op.Code {
+		case wire.OpDelete:
 			p.dels++
+		case wire.OpPutIf:
+			p.conds++
+			p.puts++
+		default:
+			p.puts++
 		}
 	}
 	return p
@@ -118,6 +135,10 @@ func (b *replicatedBackend) serveShard(g *replica.Group, args *wire.BatchArgs, r
 		b.serveReads(g.Store(), ops, p, results, cl)
 		return
 	}
+	var leaderDecided map[int]wire.Result // the bug planted by SetCASOnLeaderForTest
+	if p.conds > 0 && b.casOnLeader.Load() {
+		leaderDecided = planted.DecideBeforeLog(g.Store(), p.entry)
+	}
 	entry := wire.AppendBatchArgs(make([]byte, 0, wire.BatchArgsBound(p.entry)), &wire.BatchArgs{Session: args.Session, Seq: args.Seq, Ops: p.entry})
 	w, err := g.Write(entry, replica.ApplyTimeout)
 	switch {
@@ -136,9 +157,21 @@ func (b *replicatedBackend) serveShard(g *replica.Group, args *wire.BatchArgs, r
 	b.stats.add(&b.stats.Puts, p.puts)
 	b.stats.add(&b.stats.Deletes, p.dels)
 	var gets uint64
-	for _, i := range p.writeAt {
-		if ops[i].Code != wire.OpGet {
+	fromFSM := len(w.Results) == len(p.entry) // and, for a retry, the results it got the first time
+	for j, i := range p.writeAt {
+		switch {
+		case ops[i].Code == wire.OpGet:
+		case ops[i].Code != wire.OpPutIf:
 			results[i] = wire.Result{Status: wire.StatusOK}
+		case leaderDecided != nil:
+			results[i] = leaderDecided[j]
+		case fromFSM:
+			results[i] = w.Results[j]
+		default:
+			// A retry of a batch whose outcome the shard no longer
+			// remembers (see replica.Written): applied once, or not at
+			// all, but the answer is gone.
+			results[i] = wire.Result{Status: wire.StatusUnknown}
 		}
 	}
 	for _, l := range p.riding {

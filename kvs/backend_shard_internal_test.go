@@ -17,7 +17,9 @@ import (
 // naivePlan is planShard's contract, written the obvious way: each valid
 // get is a free read when the batch never writes its key, reads the last
 // earlier write of its key when there is one, and otherwise rides in the
-// entry, one riding get per key, placed just before the key's first write.
+// entry, one riding get per key, placed just before the key's first write;
+// but every get of a key the batch writes conditionally goes into the
+// entry at its own place.
 type naivePlan struct {
 	entryAt        []int       // index in ops of each entry op, in order
 	readAt         []int32     // free gets
@@ -35,12 +37,25 @@ func planNaively(ops []wire.Op) naivePlan {
 		}
 		return false
 	}
+	condKey := func(key string) bool {
+		for j := range ops {
+			if writes(j) && ops[j].Code == wire.OpPutIf && ops[j].Key == key {
+				return true
+			}
+		}
+		return false
+	}
 	rider := map[string]int{} // key -> entry index of its riding get
 	for i := range ops {
 		if ops[i].Check() != wire.StatusOK {
 			continue
 		}
 		if writes(i) {
+			p.entryAt = append(p.entryAt, i)
+			continue
+		}
+		if condKey(ops[i].Key) {
+			p.riding[i] = len(p.entryAt)
 			p.entryAt = append(p.entryAt, i)
 			continue
 		}
@@ -69,15 +84,17 @@ func planNaively(ops []wire.Op) naivePlan {
 	return p
 }
 
-// randomBatch returns n ops over keys k0..k(keys-1): gets, puts, deletes
-// and, now and then, an op that fails Check.
+// randomBatch returns n ops over keys k0..k(keys-1): gets, puts, deletes,
+// conditional puts and, now and then, an op that fails Check.
 func randomBatch(rng *rand.Rand, n, keys int) []wire.Op {
 	ops := make([]wire.Op, n)
 	for i := range ops {
 		key := fmt.Sprintf("k%d", rng.IntN(keys))
-		switch r := rng.IntN(20); {
+		switch r := rng.IntN(21); {
 		case r < 12:
 			ops[i] = wire.Op{Code: wire.OpGet, Key: key}
+		case r == 20:
+			ops[i] = wire.Op{Code: wire.OpPutIf, Cond: wire.CondEqual, Key: key, Expect: "1", Value: fmt.Sprint(i)}
 		case r < 17:
 			ops[i] = wire.Op{Code: wire.OpPut, Key: key, Value: fmt.Sprint(i)}
 		case r < 19:
@@ -138,7 +155,7 @@ func diffPlan(ops []wire.Op, results []wire.Result, got *shardPlan) error {
 // comparison catches plans planted wrong.
 func TestPlanShardMatchesNaivePlan(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	var shadowed, rode int
+	var shadowed, rode, condRode int
 	for round := range 600 {
 		keys := []int{3, 20, 5000}[round%3]
 		ops := randomBatch(rng, 1+rng.IntN(300), keys)
@@ -147,6 +164,11 @@ func TestPlanShardMatchesNaivePlan(t *testing.T) {
 		require.NoError(t, diffPlan(ops, results, p), "round %d", round)
 		shadowed += len(p.shadow)
 		rode += len(p.riding)
+		for _, l := range p.riding {
+			if l.from > 0 && p.entry[l.from-1].Code == wire.OpPutIf && p.entry[l.from-1].Key == ops[l.at].Key {
+				condRode++ // a get right after a conditional put of its key
+			}
+		}
 
 		// Planted: a get after a write of its key read from the store.
 		if len(p.shadow) > 0 {
@@ -166,6 +188,7 @@ func TestPlanShardMatchesNaivePlan(t *testing.T) {
 	}
 	require.Greater(t, shadowed, 100, "the batches exercise gets after writes")
 	require.Greater(t, rode, 100, "and gets that ride on the entry")
+	require.Greater(t, condRode, 20, "and gets that read what a conditional put left")
 }
 
 // TestWriteSetFilterCollisions: keys that collide in the filter are told
@@ -175,10 +198,10 @@ func TestWriteSetFilterCollisions(t *testing.T) {
 	written := map[string]bool{}
 	for i := range 2000 { // far more than filterBits/2: most bits are set
 		k := fmt.Sprintf("w%d", i)
-		s.add(k)
+		s.add(k, false)
 		written[k] = true
 	}
-	s.add("w1") // a second write of a key: one more write, no new key
+	s.add("w1", false) // a second write of a key: one more write, no new key
 	require.Equal(t, 2001, s.writes)
 	require.Len(t, s.keys, 2000)
 	passed := 0

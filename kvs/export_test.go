@@ -26,3 +26,11 @@ func PlantLeaseForTest(cfg *Config, d time.Duration) {
 func SetServeByMapForTest(s *Server, on bool) {
 	s.svc.backend.(*replicatedBackend).serveByMap.Store(on)
 }
+
+// SetCASOnLeaderForTest plants a bug for the linearizability checker to
+// catch: a leader decides each conditional put on its own store before
+// the batch goes into the log (planted.DecideBeforeLog), instead of
+// leaving the decision to the state machine.
+func SetCASOnLeaderForTest(s *Server, on bool) {
+	s.svc.backend.(*replicatedBackend).casOnLeader.Store(on)
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/batchkv/batchkv/internal/linz"
 	"github.com/batchkv/batchkv/internal/planted"
 	"github.com/batchkv/batchkv/kvs/store"
+	"github.com/batchkv/batchkv/wire"
 )
 
 type linWorkload struct {
@@ -26,6 +27,7 @@ type linWorkload struct {
 	maxBatchOps  int
 	store        string
 	wrap         func(store.Store) store.Store
+	cas          bool // batches with conditional puts (linz.CASBatch)
 	seed         uint64
 	failedOps    atomic.Int64
 	appliedCount atomic.Int64
@@ -48,11 +50,18 @@ func (w *linWorkload) run(t *testing.T) []porcupine.Operation {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			seen := map[string]string{}
 			for b := range w.batches {
-				ops := linz.RandomBatch(rng, id, b, keys, w.maxBatchOps)
+				var ops []wire.Op
+				if w.cas {
+					ops = linz.CASBatch(rng, id, b, keys, w.maxBatchOps, seen)
+				} else {
+					ops = linz.RandomBatch(rng, id, b, keys, w.maxBatchOps)
+				}
 				call := h.Now()
 				res, err := cl.Do(t.Context(), ops)
 				ret := h.Now()
+				linz.Observe(seen, ops, res)
 				if err != nil {
 					w.failedOps.Add(int64(len(ops)))
 				}

@@ -53,8 +53,9 @@ func (c *replCluster) driver(t *testing.T, onStep func(line string)) *membership
 	return drv
 }
 
-// checkedLoad runs a porcupine-checked load on c's hot keys until the
-// returned function is called, which returns the history.
+// checkedLoad runs a porcupine-checked load on c's hot keys, conditional
+// puts among its ops (linz.DriveCAS), until the returned function is
+// called, which returns the history.
 func checkedLoad(t *testing.T, c *replCluster) (stop func() []porcupine.Operation, answered *atomic.Int64) {
 	h := linz.NewHistory()
 	done := make(chan struct{})
@@ -65,7 +66,7 @@ func checkedLoad(t *testing.T, c *replCluster) (stop func() []porcupine.Operatio
 	t.Logf("seed %d", seed)
 	go func() {
 		defer close(finished)
-		linz.Drive(6, 3, keyNames(12), 2*time.Millisecond, 10*time.Second, cl.Do, h, seed, done,
+		linz.DriveCAS(6, 3, keyNames(12), 2*time.Millisecond, 10*time.Second, cl.Do, h, seed, done,
 			func(n int) { answered.Add(int64(n)) })
 	}()
 	return func() []porcupine.Operation {

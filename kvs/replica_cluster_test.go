@@ -44,7 +44,9 @@ type replCluster struct {
 	stale    bool          // plant the stale-read bug in every server
 	// serveByMap plants kvs.SetServeByMapForTest in every server.
 	serveByMap bool
-	timing     replica.Timing
+	// casOnLeader plants kvs.SetCASOnLeaderForTest in every server.
+	casOnLeader bool
+	timing      replica.Timing
 	// readMode is every server's Config.ReadMode; plantLease, when set,
 	// plants a lease of that length, unchecked (kvs.PlantLeaseForTest).
 	readMode   string
@@ -140,6 +142,7 @@ func (c *replCluster) start(i int) {
 	}, 5*time.Second, 20*time.Millisecond, "listen on %s: %v", c.addrs[i], err)
 	kvs.SetStaleReadsForTest(srv, c.stale)
 	kvs.SetServeByMapForTest(srv, c.serveByMap)
+	kvs.SetCASOnLeaderForTest(srv, c.casOnLeader)
 	go func() { _ = srv.Serve(ln) }()
 	c.mu.Lock()
 	c.servers[i] = srv

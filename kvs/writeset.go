@@ -4,6 +4,9 @@ package kvs
 type writtenKey struct {
 	last  int // index in ops of its last write so far; -1 before the first
 	rider int // entry index of its riding get; -1 while it has none
+	// cond says the batch writes the key conditionally (wire.OpPutIf), so
+	// what its gets read is known only once the entry is applied.
+	cond bool
 }
 
 // writeSet is the set of keys a batch writes, with a writtenKey for each.
@@ -54,17 +57,18 @@ func load64(s string) uint64 {
 		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
-// add notes a write of key.
-func (s *writeSet) add(key string) {
+// add notes a write of key, conditional or not.
+func (s *writeSet) add(key string, cond bool) {
 	s.writes++
 	if s.index == nil {
 		s.index = map[string]int32{}
 	}
-	if _, ok := s.index[key]; ok {
+	if i, ok := s.index[key]; ok {
+		s.keys[i].cond = s.keys[i].cond || cond
 		return
 	}
 	s.index[key] = int32(len(s.keys))
-	s.keys = append(s.keys, writtenKey{last: -1, rider: -1})
+	s.keys = append(s.keys, writtenKey{last: -1, rider: -1, cond: cond})
 	w, b := filterBit(key)
 	s.filter[w] |= b
 }

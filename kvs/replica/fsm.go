@@ -3,7 +3,7 @@ package replica
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -40,12 +40,18 @@ type shardFSM struct {
 type storeBox struct{ store.Store }
 
 // session is what a shard remembers of one client session: the last batch
-// applied and when. A batch's reply is determined by its ops (every write
-// of a well-formed batch succeeds), so remembering its number remembers
-// its reply.
+// applied, when, and what its conditional puts answered. The reply to the
+// rest of a batch is determined by its ops (every unconditional write of a
+// well-formed batch succeeds), but a conditional put's depends on the
+// state it was decided on, which a retry no longer finds: so the outcomes
+// are kept, and a retry is answered with them instead of being decided
+// again. They are kept until the session's next batch replaces them (a
+// session has one batch in flight) or the session expires; their values
+// are bounded by maxEntryValues.
 type session struct {
-	seq  uint64
-	last int64 // unix seconds of the entry that applied seq
+	seq      uint64
+	last     int64         // unix seconds of the entry that applied seq
+	outcomes []wire.Result // of batch seq's OpPutIf ops, in order; values of their own
 }
 
 // applyResult is what Apply returns for a command: whether it was a
@@ -93,13 +99,61 @@ func (f *shardFSM) Apply(l *raft.Log) any {
 	}
 	if args.Session != 0 {
 		if s, ok := f.sessions[args.Session]; ok && args.Seq <= s.seq {
-			return applyResult{duplicate: true}
+			return applyResult{duplicate: true, results: s.replay(args.Seq, args.Ops)}
 		}
-		f.sessions[args.Session] = session{seq: args.Seq, last: now}
 	}
 	var results []wire.Result
 	results, f.scratch = applyEntry(f.current(), args.Ops, f.scratch)
+	if args.Session != 0 {
+		f.sessions[args.Session] = session{seq: args.Seq, last: now, outcomes: outcomesOf(args.Ops, results)}
+	}
 	return applyResult{results: results}
+}
+
+// outcomesOf returns copies of the results of ops' conditional puts, in
+// order, or nil when ops has none.
+func outcomesOf(ops []wire.Op, results []wire.Result) []wire.Result {
+	var out []wire.Result
+	for i := range ops {
+		if ops[i].Code == wire.OpPutIf {
+			out = append(out, wire.Result{Status: results[i].Status, Value: strings.Clone(results[i].Value)})
+		}
+	}
+	return out
+}
+
+// replay answers a retry of batch seq, whose ops are ops, from what the
+// session remembers: one result per op, the remembered outcome for each
+// conditional put, StatusOK for the other writes and StatusUnavail for
+// gets (what they read then is gone). It returns nil when it cannot: the
+// retry is of an older batch, or its conditional puts are not the ones
+// remembered (a session restored from a snapshot of the first format,
+// which kept no outcomes).
+func (s session) replay(seq uint64, ops []wire.Op) []wire.Result {
+	if seq != s.seq {
+		return nil
+	}
+	conds := 0
+	for i := range ops {
+		if ops[i].Code == wire.OpPutIf {
+			conds++
+		}
+	}
+	if conds == 0 || conds != len(s.outcomes) {
+		return nil
+	}
+	results := make([]wire.Result, len(ops))
+	k := 0
+	for i := range ops {
+		switch ops[i].Code {
+		case wire.OpPutIf:
+			results[i] = s.outcomes[k]
+			k++
+		case wire.OpGet:
+			results[i] = wire.Result{Status: wire.StatusUnavail}
+		}
+	}
+	return results
 }
 
 // keptOps is the largest ops slice Apply keeps for the next entry; an
@@ -125,20 +179,28 @@ func (f *shardFSM) expireSessions(now int64) {
 	}
 }
 
+// maxEntryValues caps the bytes of values that one entry's gets and
+// conditional puts return, as a server caps a batch's reply
+// (kvs.maxReplyValues): past it, an op answers StatusTooLarge, and a
+// conditional put is not applied. Every replica applies the same entries
+// to the same state, so every replica refuses the same ops.
+const maxEntryValues = wire.MaxFrameBytes - 1<<20
+
 // applyEntry applies an entry's ops, which passed Op.Check, in order: its
-// writes, and the gets that ride on it, which read the store as the entry
-// finds it. It returns the results when the entry carries gets, and nil
-// when it carries only writes (whose results are always OK), which it
-// writes into scratch, grown as needed and returned for the next entry.
+// writes, conditional ones decided here, and the gets that ride on it,
+// which read the store as the entry finds it. It returns the results when
+// the entry carries gets or conditional puts, and nil when it carries only
+// unconditional writes (whose results are always OK), which it writes
+// into scratch, grown as needed and returned for the next entry.
 func applyEntry(st store.Store, ops []wire.Op, scratch []wire.Result) (results, nextScratch []wire.Result) {
-	hasGets := false
+	answers := false
 	for i := range ops {
-		if ops[i].Code == wire.OpGet {
-			hasGets = true
+		if ops[i].Code == wire.OpGet || ops[i].Code == wire.OpPutIf {
+			answers = true
 			break
 		}
 	}
-	if hasGets {
+	if answers {
 		results = make([]wire.Result, len(ops))
 	} else {
 		if cap(scratch) < len(ops) {
@@ -146,10 +208,8 @@ func applyEntry(st store.Store, ops []wire.Op, scratch []wire.Result) (results, 
 		}
 		results = scratch[:len(ops)]
 	}
-	// The gets are few (one per key the entry writes, at most), and the
-	// entry's size bounds their values.
-	store.Apply(st, ops, results, &store.Values{Limit: math.MaxInt})
-	if !hasGets {
+	store.Apply(st, ops, results, &store.Values{Limit: maxEntryValues})
+	if !answers {
 		return nil, scratch
 	}
 	return results, scratch

@@ -416,9 +416,13 @@ type Written struct {
 	// applied before (a client's retry), and was not applied again.
 	Duplicate bool
 	// Results are the results of the entry's ops, in order, when it
-	// carries gets and was not a duplicate: a get in an entry reads the
-	// store as the entry's earlier ops left it, at the entry's place in
-	// the log. Nil otherwise.
+	// carries gets or conditional puts: a get in an entry reads the store
+	// as the entry's earlier ops left it, at the entry's place in the log,
+	// and a conditional put is decided there. For a Duplicate, they are
+	// what its conditional puts answered when first applied (its gets
+	// answer StatusUnavail), or nil when the shard cannot tell (the
+	// entry has no conditional puts, or its session was restored from a
+	// snapshot that kept no outcomes). Nil otherwise.
 	Results []wire.Result
 }
 

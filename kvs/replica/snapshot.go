@@ -16,9 +16,12 @@ import (
 
 // A shard's snapshot is a stream:
 //
-//	magic "BKVSNAP1" | nSessions uvarint |
-//	nSessions × (id u64 | seq uvarint | last i64) |
+//	magic "BKVSNAP2" | nSessions uvarint |
+//	nSessions × (id u64 | seq uvarint | last i64 | nOutcomes uvarint | nOutcomes × (status u8 | valueLen uvarint | value)) |
 //	pairs × (1 | keyLen uvarint | key | valueLen uvarint | value) | 0
+//
+// The first format, "BKVSNAP1", kept no outcomes (a session's was only id,
+// seq and last); Restore still reads it.
 //
 // Raft calls Snapshot from the FSM goroutine, so applies wait while it
 // runs, and Persist afterwards, while applies go on. Snapshot therefore
@@ -28,7 +31,10 @@ import (
 // version did, held applies for the copy of every key: 41% of a server's
 // CPU in the replicated standard run, and seconds with no progress. A
 // store that cannot freeze (SyncMap) is still copied in Snapshot.
-const snapshotMagic = "BKVSNAP1"
+const snapshotMagic = "BKVSNAP2"
+
+// snapshotMagicV1 opens a snapshot of the first format, without outcomes.
+const snapshotMagicV1 = "BKVSNAP1"
 
 // pairs is what a snapshot reads its keys and values from.
 type pairs interface {
@@ -73,6 +79,12 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 		b = binary.LittleEndian.AppendUint64(b[:0], id)
 		b = binary.AppendUvarint(b, ses.seq)
 		b = binary.LittleEndian.AppendUint64(b, uint64(ses.last))
+		b = binary.AppendUvarint(b, uint64(len(ses.outcomes)))
+		for _, o := range ses.outcomes {
+			b = append(b, byte(o.Status))
+			b = binary.AppendUvarint(b, uint64(len(o.Value)))
+			b = append(b, o.Value...)
+		}
 		if err == nil {
 			_, err = w.Write(b)
 		}
@@ -124,9 +136,10 @@ func (f *shardFSM) Restore(rc io.ReadCloser) error {
 	if _, err := io.ReadFull(r, head); err != nil {
 		return fmt.Errorf("replica: snapshot header: %w", err)
 	}
-	if string(head) != snapshotMagic {
+	if string(head) != snapshotMagic && string(head) != snapshotMagicV1 {
 		return errors.New("replica: not a shard snapshot")
 	}
+	withOutcomes := string(head) == snapshotMagic
 	n, err := binary.ReadUvarint(r)
 	if err != nil {
 		return fmt.Errorf("replica: snapshot sessions: %w", err)
@@ -145,7 +158,13 @@ func (f *shardFSM) Restore(rc io.ReadCloser) error {
 		if _, err := io.ReadFull(r, word[:]); err != nil {
 			return fmt.Errorf("replica: snapshot session: %w", err)
 		}
-		sessions[id] = session{seq: seq, last: int64(binary.LittleEndian.Uint64(word[:]))}
+		ses := session{seq: seq, last: int64(binary.LittleEndian.Uint64(word[:]))}
+		if withOutcomes {
+			if ses.outcomes, err = readOutcomes(r); err != nil {
+				return err
+			}
+		}
+		sessions[id] = ses
 	}
 	st := f.newStore()
 	var key, value []byte
@@ -169,6 +188,34 @@ func (f *shardFSM) Restore(rc io.ReadCloser) error {
 	f.store.Store(&storeBox{st})
 	f.restores.Add(1)
 	return nil
+}
+
+// readOutcomes reads a session's outcomes, refusing counts and values
+// over the wire's limits before allocating for them.
+func readOutcomes(r *bufio.Reader) ([]wire.Result, error) {
+	n, err := binary.ReadUvarint(r)
+	if err != nil {
+		return nil, fmt.Errorf("replica: snapshot session outcomes: %w", err)
+	}
+	if n > wire.MaxBatchOps {
+		return nil, fmt.Errorf("replica: snapshot session with %d outcomes, limit %d", n, wire.MaxBatchOps)
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	out := make([]wire.Result, n)
+	var value []byte
+	for i := range out {
+		st, err := r.ReadByte()
+		if err != nil {
+			return nil, fmt.Errorf("replica: snapshot session outcome: %w", err)
+		}
+		if value, err = readChunk(r, value, wire.MaxValueBytes); err != nil {
+			return nil, err
+		}
+		out[i] = wire.Result{Status: wire.Status(st), Value: string(value)}
+	}
+	return out, nil
 }
 
 // readChunk reads a uvarint length and that many bytes into buf. A length
