@@ -3,6 +3,7 @@ package kvs_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -318,4 +319,99 @@ func TestReplicatedPutIfRetryAnsweredOnce(t *testing.T) {
 	check := send(0, 0, wire.Op{Code: wire.OpGet, Key: "n"}, wire.Op{Code: wire.OpGet, Key: "lock"})
 	require.Equal(t, "1", check.Results[0].Value, "the retry's CAS was decided again")
 	require.Equal(t, wire.StatusNotFound, check.Results[1].Status, "the retry's put-if-absent was decided again")
+}
+
+// TestClientConditionalPuts: each of the client's conditional writes, and
+// the op in an explicit batch, against a memory-only server, over the
+// binary codec and over gob.
+func TestClientConditionalPuts(t *testing.T) {
+	c := newTestCluster(t, 1, clusterOptions{})
+	for _, codec := range []string{"binary", "gob"} {
+		t.Run(codec, func(t *testing.T) {
+			cl, err := client.New(client.Config{Servers: c.addrs, Codec: codec})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = cl.Close() })
+			ctx := t.Context()
+			k := "k-" + codec
+			r, err := cl.PutIfPresent(ctx, k, "x")
+			require.NoError(t, err)
+			require.Equal(t, client.PutIfResult{}, r, "absent: not written, nothing found")
+			r, err = cl.PutIfAbsent(ctx, k, "1")
+			require.NoError(t, err)
+			require.Equal(t, client.PutIfResult{Written: true}, r)
+			r, err = cl.PutIfAbsent(ctx, k, "2")
+			require.NoError(t, err)
+			require.Equal(t, client.PutIfResult{Found: true, Value: "1"}, r, "held: its value comes back")
+			r, err = cl.CompareAndSwap(ctx, k, "0", "2")
+			require.NoError(t, err)
+			require.Equal(t, client.PutIfResult{Found: true, Value: "1"}, r)
+			r, err = cl.CompareAndSwap(ctx, k, "1", "2")
+			require.NoError(t, err)
+			require.Equal(t, client.PutIfResult{Written: true, Found: true, Value: "1"}, r)
+			r, err = cl.PutIfPresent(ctx, k, "3")
+			require.NoError(t, err)
+			require.Equal(t, client.PutIfResult{Written: true, Found: true, Value: "2"}, r)
+			r, err = cl.Swap(ctx, k, "4")
+			require.NoError(t, err)
+			require.Equal(t, client.PutIfResult{Written: true, Found: true, Value: "3"}, r)
+			r, err = cl.Swap(ctx, k+"-new", "n")
+			require.NoError(t, err)
+			require.Equal(t, client.PutIfResult{Written: true}, r)
+
+			res, err := cl.Do(ctx, []wire.Op{
+				{Code: wire.OpPutIf, Cond: wire.CondEqual, Key: k, Expect: "4", Value: "5"},
+				{Code: wire.OpGet, Key: k},
+				{Code: wire.OpPutIf, Cond: wire.CondEqual, Key: k, Expect: "4", Value: "6"},
+			})
+			require.NoError(t, err)
+			first, err := client.PutIfOutcome(res[0])
+			require.NoError(t, err)
+			require.True(t, first.Written)
+			require.Equal(t, "5", res[1].Value, "a get after a CAS in its batch sees it")
+			second, err := client.PutIfOutcome(res[2])
+			require.NoError(t, err)
+			require.Equal(t, client.PutIfResult{Found: true, Value: "5"}, second)
+
+			_, err = cl.CompareAndSwap(ctx, k, strings.Repeat("e", wire.MaxValueBytes+1), "v")
+			require.ErrorIs(t, err, client.ErrTooLarge)
+			_, err = cl.PutIfAbsent(ctx, "", "v")
+			require.ErrorIs(t, err, client.ErrInvalid)
+			_, err = client.PutIfOutcome(wire.Result{Status: wire.StatusUnknown})
+			require.Error(t, err)
+		})
+	}
+}
+
+// TestPutIfBadInputChangesNothing: conditional puts a client of ours would
+// not send (no condition, an unknown one, an expected value with a
+// condition that takes none, an expected value over the limit) reach the
+// server over the binary protocol and over gob; each is refused with its
+// status, the ops around them are applied, and the key is unchanged.
+func TestPutIfBadInputChangesNothing(t *testing.T) {
+	c := newTestCluster(t, 1, clusterOptions{})
+	bad := []wire.Op{
+		{Code: wire.OpPutIf, Key: "k", Value: "x"},
+		{Code: wire.OpPutIf, Cond: 99, Key: "k", Value: "x"},
+		{Code: wire.OpPutIf, Cond: wire.CondAbsent, Key: "k", Expect: "v", Value: "x"},
+		{Code: wire.OpPutIf, Cond: wire.CondEqual, Key: "k", Expect: strings.Repeat("e", wire.MaxValueBytes+1), Value: "x"},
+		{Code: wire.OpPutIf + 1, Key: "k", Value: "x"},
+	}
+	want := []wire.Status{wire.StatusBadOp, wire.StatusBadOp, wire.StatusBadOp, wire.StatusTooLarge, wire.StatusBadOp}
+	for _, codec := range []string{"binary", "gob"} {
+		t.Run(codec, func(t *testing.T) {
+			cl, err := client.New(client.Config{Servers: c.addrs, Codec: codec})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = cl.Close() })
+			require.NoError(t, cl.Put(t.Context(), "k", "v"))
+			ops := append([]wire.Op{{Code: wire.OpPut, Key: "before", Value: "1"}}, bad...)
+			ops = append(ops, wire.Op{Code: wire.OpGet, Key: "k"})
+			res, err := cl.Do(t.Context(), ops)
+			require.NoError(t, err)
+			require.Equal(t, wire.StatusOK, res[0].Status)
+			for i, st := range want {
+				require.Equal(t, st, res[1+i].Status, "op %+v", bad[i].Cond)
+			}
+			require.Equal(t, wire.Result{Status: wire.StatusOK, Value: "v"}, res[len(res)-1])
+		})
+	}
 }
