@@ -24,7 +24,11 @@ func (a Admin) Dial(addr string, timeout time.Duration) (*rpc.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newHTTPClient(conn, addr, timeout)
+	cl, err := newHTTPClient(conn, addr, timeout)
+	if err != nil && a.TLS == nil {
+		err = classifyPlainError(err, addr, timeout)
+	}
+	return cl, err
 }
 
 // Discover asks the server at addr how the cluster places keys and
@@ -91,7 +95,8 @@ func DialAdmin(addr string, timeout time.Duration) (*rpc.Client, error) {
 	return Admin{}.Dial(addr, timeout)
 }
 
-// Discover is Admin{}.Discover: plaintext.
+// Discover is Admin{}.Discover: plaintext. For a TLS cluster use
+// Admin{TLS: cfg}.Discover, which also puts cfg in the Config it returns.
 func Discover(addr string, timeout time.Duration) (Config, error) {
 	return Admin{}.Discover(addr, timeout)
 }

@@ -154,7 +154,11 @@ func dial(ctx context.Context, addr, codec string, timeout time.Duration, tlsCfg
 		}
 		return rpc.NewClientWithCodec(cc), nil
 	case "gob":
-		return newHTTPClient(conn, addr, timeout)
+		cl, err := newHTTPClient(conn, addr, timeout)
+		if err != nil && tlsCfg == nil {
+			err = classifyPlainError(err, addr, timeout)
+		}
+		return cl, err
 	}
 	_ = conn.Close()
 	return nil, fmt.Errorf("client: unknown codec %q (want binary or gob)", codec)
@@ -172,7 +176,7 @@ func dialConn(ctx context.Context, addr string, timeout time.Duration, tlsCfg *t
 	defer cancel()
 	c, err := td.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("client: TLS to %s: %w", addr, err)
+		return nil, classifyTLSError(fmt.Errorf("client: TLS to %s: %w", addr, err), addr, timeout)
 	}
 	return c, nil
 }

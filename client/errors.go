@@ -18,3 +18,16 @@ var (
 	// sent.
 	ErrInvalid = errors.New("client: invalid op")
 )
+
+// TLS mismatches, found when a connection fails: the error of the dial
+// or of the first call wraps one of these (errors.Is).
+var (
+	// ErrServerWantsTLS says the server answered a plaintext connection
+	// by closing it, and answers a TLS handshake: set Config.TLS
+	// (Admin.TLS).
+	ErrServerWantsTLS = errors.New("the server speaks TLS only and this client dialled without TLS")
+	// ErrServerNotTLS says the server answered a TLS handshake with
+	// plaintext, or closed it, and answers the plaintext protocol: leave
+	// Config.TLS nil, or give the server its certificates.
+	ErrServerNotTLS = errors.New("the server does not speak TLS and this client dialled with TLS")
+)

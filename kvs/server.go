@@ -48,6 +48,7 @@ import (
 	"github.com/batchkv/batchkv/kvs/replica"
 	"github.com/batchkv/batchkv/kvs/store"
 	"github.com/batchkv/batchkv/ring"
+	"github.com/batchkv/batchkv/wire"
 )
 
 var errNotInPeers = errors.New("kvs: Self is not among Peers")
@@ -267,6 +268,11 @@ func (s *Server) Stats() *Stats { return &s.stats }
 // Store returns the store of a memory-only server; a replicated server's
 // shards keep stores of their own.
 func (s *Server) Store() store.Store { return s.cfg.Store }
+
+// Layout returns how the server places keys now: a replicated server's
+// current shard map (its servers, shards, RF and epoch), which a server
+// started with Join learns from the cluster.
+func (s *Server) Layout() wire.Layout { return s.svc.currentLayout() }
 
 // Ring returns the server's ring, or nil unless it is one of several
 // memory-only servers.

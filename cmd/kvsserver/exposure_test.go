@@ -41,7 +41,7 @@ func TestCheckExposure(t *testing.T) {
 // interface without TLS, and the message names the way out.
 func TestRefusesExposedPlaintext(t *testing.T) {
 	var out bytes.Buffer
-	err := run(context.Background(), []string{"-host", "0.0.0.0", "-port", "0"}, &out)
+	err := run(context.Background(), []string{"-host", "0.0.0.0", "-port", "0"}, &out, io.Discard)
 	require.ErrorIs(t, err, errExposed)
 	require.Contains(t, err.Error(), "-insecure")
 }

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/batchkv/batchkv/auth"
+	"github.com/batchkv/batchkv/internal/cli"
 	"github.com/batchkv/batchkv/internal/tlsflags"
 	"github.com/batchkv/batchkv/kvs"
 	"github.com/batchkv/batchkv/kvs/replica"
@@ -36,14 +37,34 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	if err != nil && !errors.Is(err, cli.ErrHelpShown) {
 		fmt.Fprintln(os.Stderr, "kvsserver:", err)
-		os.Exit(1)
 	}
+	os.Exit(cli.Exit(err))
 }
 
-func run(ctx context.Context, args []string, stdout io.Writer) error {
+const usageHead = `usage: kvsserver [flags]
+
+  kvsserver                                   one server on 127.0.0.1:8080, memory only
+  kvsserver -port 8081 -peers 127.0.0.1:8080,127.0.0.1:8081
+                                              one of several servers sharing the keys
+  kvsserver -host 127.0.0.2 -port 8081 -peers 127.0.0.1:8080,127.0.0.2:8081,127.0.0.3:8082 -rf 3
+                                              one of three replicas of every shard (start all three)
+  kvsserver -host 127.0.0.4 -port 8083 -join 127.0.0.1:8080 -data-dir run/kvsdata/new
+                                              a new server for a running replicated cluster
+                                              (then: kvsctl add-server 127.0.0.4:8083)
+  ./run-cluster.sh 3 1 "-rf 3"                does the above for you, with a load client
+
+flags:
+`
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("kvsserver", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usageHead)
+		fs.PrintDefaults()
+	}
 	port := fs.Int("port", 8080, "TCP port to listen on")
 	host := fs.String("host", "127.0.0.1", "address to listen on; a non-loopback one (or empty: all interfaces) needs TLS, or -insecure")
 	peers := fs.String("peers", "", "comma-separated host:port of every server, this one included (empty: a single server owning every key)")
@@ -78,13 +99,13 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	readMode := fs.String("read-mode", kvs.ReadBarrier, "with -rf > 1: how reads are served: barrier (a log entry per batch of reads; no clock assumption) or lease (a leader serves them for -read-lease after an entry commits, with no log entry; assumes the servers' clocks run at rates within 50% of each other, and replaces a crashed leader after about 700 ms instead of 200 ms)")
 	fs.DurationVar(&timing.CommitWindow, "raft-commit-window", timing.CommitWindow, "under heavy load, how long a shard's leader holds a Raft entry to append it with those that follow (group commit; 0: none)")
 	fs.DurationVar(&timing.LeaseRead, "read-lease", timing.LeaseRead, "with -read-mode lease: how long a leader serves reads after an entry of its term commits")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args, stdout, stderr); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+		return fmt.Errorf("unexpected arguments %q (every setting is a flag: kvsserver -help lists them)", fs.Args())
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	log := slog.New(slog.NewTextHandler(stderr, nil))
 	// Data dirs, logs and snapshots hold the keys and values in clear:
 	// readable by this user only.
 	syscall.Umask(0o077)
@@ -133,6 +154,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			}
 		}
 	}
+	if err := checkEnoughPeers(*rf, cfg.Peers, *join); err != nil {
+		return err
+	}
 	if cfg.Replicated() {
 		if cfg.Self == "" {
 			cfg.Self = net.JoinHostPort(defaultHost(*host), strconv.Itoa(*port))
@@ -140,8 +164,14 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		if cfg.DataDir == "" && !cfg.InMemory {
 			cfg.DataDir = filepath.Join("kvsdata", strings.NewReplacer(":", "_", "/", "_").Replace(cfg.Self))
 		}
-		log.Info("replicated", "rf", cfg.Replicas, "shards", cfg.Shards, "data_dir", cfg.DataDir, "in_memory", cfg.InMemory,
-			"heartbeat", timing.HeartbeatTimeout, "election", timing.ElectionTimeout, "lease", timing.LeaderLeaseTimeout, "read_mode", *readMode)
+		timingArgs := []any{"data_dir", cfg.DataDir, "in_memory", cfg.InMemory,
+			"heartbeat", timing.HeartbeatTimeout, "election", timing.ElectionTimeout, "lease", timing.LeaderLeaseTimeout, "read_mode", *readMode}
+		if cfg.Join != "" {
+			// The cluster's RF and shards are known once it answers.
+			log.Info("joining", append([]any{"through", cfg.Join, "self", cfg.Self}, timingArgs...)...)
+		} else {
+			log.Info("replicated", append([]any{"rf", cfg.Replicas, "shards", cfg.Shards}, timingArgs...)...)
+		}
 		if cfg.NoSync {
 			log.Warn("WARNING: -unsafe-nosync: the Raft log is not fsynced; acknowledged writes can be lost if a majority of a shard's machines crash")
 		}
@@ -149,11 +179,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := checkExposure(*host, id, *insecure, log); err != nil {
 		return err
 	}
-	if id != nil && cfg.Self != "" {
-		selfHost, _, _ := net.SplitHostPort(cfg.Self)
-		if err := id.Cert.Leaf.VerifyHostname(selfHost); err != nil {
-			return fmt.Errorf("-tls-cert does not name this server's host %q, which peers and clients dial: %w", selfHost, err)
-		}
+	if err := checkCertNames(id, cfg.Self, *host, tf.Cert); err != nil {
+		return err
 	}
 	// Listen first: a port in use fails here, before any Raft group starts.
 	ln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*port)))
@@ -164,6 +191,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		_ = ln.Close()
 		return err
+	}
+	if cfg.Join != "" {
+		l := srv.Layout()
+		log.Info("joined", "through", cfg.Join, "rf", l.Replicas, "shards", l.Shards, "servers", len(l.Servers), "epoch", l.Epoch,
+			"next", "kvsctl -hosts "+cfg.Join+" add-server "+cfg.Self)
 	}
 	log.Info("serving", "addr", ln.Addr().String(), "peers", cfg.Peers, "self", cfg.Self, "store", *storeName)
 	if *admin != "" {
