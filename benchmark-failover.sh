@@ -50,7 +50,7 @@ replicas_wait_leaders
 "$ROOT/bin/kvsclient" -hosts "$REPLICA_PEERS" -numClients 8 -batchSize 256 -records 100000 -secs 100000 \
     > "$OUT/load.log" 2>&1 &
 OTHER_PIDS+=($!)
-"$ROOT/bin/kvsctl" -hosts "$REPLICA_PEERS" -timeout 5s probe 0 > "$OUT/probe.log" 2>&1 &
+"$ROOT/bin/kvsctl" -hosts "$REPLICA_PEERS" -timeout 5s probe -for 0 0 > "$OUT/probe.log" 2>&1 &
 OTHER_PIDS+=($!)
 
 echo "trial,killed,failover_ms" > "$OUT/failover.csv"

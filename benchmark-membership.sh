@@ -55,7 +55,7 @@ rf1() {
     local dir
     dir="logs/$(readlink logs/latest)"
     for ((s = 0; s < shards; s++)); do
-        bin/kvsctl -hosts "$hosts" -timeout 2s -interval 2ms probe "$s" > "$dir/probe-$s.log" 2>&1 &
+        bin/kvsctl -hosts "$hosts" -timeout 2s -interval 2ms probe -for 0 "$s" > "$dir/probe-$s.log" 2>&1 &
         PROBES+=($!)
     done
     wait "$run" || true

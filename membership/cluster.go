@@ -182,12 +182,21 @@ func (c *Cluster) Map() (*shard.Map, error) {
 				errs = append(errs, err)
 				continue
 			}
-			if m, err := shard.FromWire(l); err == nil && (hint == nil || m.Epoch > hint.Epoch) {
+			m, err := shard.FromWire(l)
+			switch {
+			case l.Epoch == 0:
+				errs = append(errs, fmt.Errorf("%s serves a cluster without a shard map: its members are fixed (to change them, start the servers with -rf above 1, -data-dir, or -in-memory)", addr))
+			case err != nil:
+				errs = append(errs, fmt.Errorf("%s: its shard map: %w", addr, err))
+			case hint == nil || m.Epoch > hint.Epoch:
 				hint = m
 			}
 		}
 		if hint == nil {
-			return nil, fmt.Errorf("membership: no seed answered with a shard map: %w", errors.Join(errs...))
+			if len(errs) == 0 {
+				return nil, errors.New("membership: no seed to ask for the shard map")
+			}
+			return nil, fmt.Errorf("membership: no shard map: %w", errors.Join(errs...))
 		}
 	}
 	_, rep, err := c.atLeader(hint.Meta, wire.MembershipRequest{Op: wire.ReadMap, Shard: wire.MetaShard(hint.Shards)})

@@ -5,7 +5,7 @@
 //	kvsctl -hosts 127.0.0.1:8080 get user1
 //	kvsctl -hosts 127.0.0.1:8080 delete user1
 //	kvsctl -hosts 127.0.0.1:8080 leader 0
-//	kvsctl -hosts 127.0.0.1:8080 probe 0
+//	kvsctl -hosts 127.0.0.1:8080 probe [-for 10s] 0
 //	kvsctl -hosts 127.0.0.1:8080 top [-once] [-interval 1s] [-no-shards]
 //	kvsctl -hosts 127.0.0.1:8080 map
 //	kvsctl -hosts 127.0.0.1:8080 add-server 127.0.0.1:8083
@@ -28,6 +28,10 @@
 // a shard; rebalance evens out replicas and leaders. Each prints a line
 // per step and ends with what moved and how long it took (package
 // membership).
+//
+// kvsctl help lists the commands; kvsctl help COMMAND explains one with
+// an example. The exit status is 0 when the command did what was asked, 1
+// when get found no such key, and 2 for any error.
 package main
 
 import (
@@ -44,36 +48,72 @@ import (
 	"time"
 
 	"github.com/batchkv/batchkv/client"
+	"github.com/batchkv/batchkv/internal/cli"
 	"github.com/batchkv/batchkv/internal/tlsflags"
 	"github.com/batchkv/batchkv/wire"
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "kvsctl:", err)
-		os.Exit(1)
+	err := run(os.Args[1:], os.Stdout, os.Stderr)
+	if err != nil && !errors.Is(err, cli.ErrHelpShown) {
+		fmt.Fprintln(os.Stderr, "kvsctl:", tlsflags.Hint(err))
 	}
+	os.Exit(exitStatus(err))
 }
 
-func run(args []string, stdout io.Writer) error {
+// errNotFound is get's answer for an absent key: exit status 1, as grep
+// without a match.
+var errNotFound = errors.New("not found")
+
+// exitStatus is 0 when the command did what was asked, 1 when get found
+// no such key, and 2 for any error.
+func exitStatus(err error) int {
+	switch {
+	case err == nil, errors.Is(err, cli.ErrHelpShown):
+		return 0
+	case errors.Is(err, errNotFound):
+		return 1
+	}
+	return 2
+}
+
+// argCounts is how many arguments each command takes after its name.
+var argCounts = map[string]int{"status": 0, "get": 1, "put": 2, "delete": 1, "leader": 1, "map": 0,
+	"add-server": 1, "remove-server": 1, "move": 2, "rebalance": 0}
+
+func run(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("kvsctl", flag.ContinueOnError)
-	hosts := fs.String("hosts", "127.0.0.1:8080", "comma-separated host:port of servers; the first that answers tells the layout")
+	hosts := fs.String("hosts", "127.0.0.1:8080", "comma-separated `host:port` of servers; the first that answers tells the layout")
 	timeout := fs.Duration("timeout", 5*time.Second, "deadline of each command (of each write, for probe)")
-	interval := fs.Duration("interval", 10*time.Millisecond, "probe: pause between writes")
+	interval := fs.Duration("interval", 10*time.Millisecond, "probe: pause between writes (also probe -interval)")
 	tf := tlsflags.Register(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: kvsctl [-hosts h:p,...] [-timeout d] [-tls-ca F -tls-cert F -tls-key F] status | top [-once] | get KEY | put KEY VALUE | delete KEY | leader SHARD | probe SHARD")
-		fmt.Fprintln(fs.Output(), "       kvsctl [-hosts ...] map | add-server ADDR | remove-server ADDR | move SHARD ADDR | rebalance")
-		fmt.Fprintln(fs.Output(), "       kvsctl certs init|issue ...   (kvsctl certs for help)")
+	overview := func(w io.Writer) {
+		writeOverview(w)
+		fs.SetOutput(w)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	fs.Usage = func() { overview(fs.Output()) }
+	if err := cli.Parse(fs, args, stdout, stderr); err != nil {
 		return err
 	}
 	cmd := fs.Args()
 	if len(cmd) == 0 {
-		fs.Usage()
-		return errors.New("no command")
+		overview(stderr)
+		return errors.New("no command given (kvsctl help lists them)")
+	}
+	if cmd[0] == "help" {
+		return help(cmd[1:], stdout, func() { overview(stdout) })
+	}
+	c, known := lookup(cmd[0])
+	if !known {
+		return fmt.Errorf("%q is not a command (kvsctl help lists them)", cmd[0])
+	}
+	if wantsHelp(cmd[1:]) && cmd[0] != "certs" {
+		writeHelp(stdout, c)
+		return cli.ErrHelpShown
+	}
+	if n, fixed := argCounts[cmd[0]]; fixed && len(cmd)-1 != n {
+		return fmt.Errorf("usage: kvsctl %s %s (kvsctl help %s explains it)", c.name, c.args, c.name)
 	}
 	if cmd[0] == "certs" {
 		return certs(cmd[1:], stdout)
@@ -94,25 +134,33 @@ func run(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	switch {
-	case cmd[0] == "status" && len(cmd) == 1:
+	switch cmd[0] {
+	case "status":
 		return status(admin, cfg, *timeout, stdout)
-	case cmd[0] == "top":
+	case "top":
 		return top(cmd[1:], admin, cfg, *timeout, stdout)
-	case (cmd[0] == "leader" || cmd[0] == "probe") && len(cmd) == 2:
-		sh, err := strconv.Atoi(cmd[1])
-		if err != nil || sh < 0 || sh >= max(cfg.Shards, 1) {
-			return fmt.Errorf("%s %q: not a shard of this cluster (%d shards)", cmd[0], cmd[1], cfg.Shards)
+	case "probe":
+		return probe(cmd[1:], cfg, *timeout, *interval, stdout)
+	case "leader":
+		sh, err := shardArg(cmd[1], cfg)
+		if err != nil {
+			return err
 		}
-		if cmd[0] == "leader" {
-			return leader(admin, cfg, *timeout, sh, stdout)
-		}
-		return probe(cfg, *timeout, sh, *interval, stdout)
-	case cmd[0] == "get" && len(cmd) == 2, cmd[0] == "put" && len(cmd) == 3, cmd[0] == "delete" && len(cmd) == 2:
-		return keyOp(cfg, *timeout, cmd, stdout)
+		return leader(admin, cfg, *timeout, sh, stdout)
 	}
-	fs.Usage()
-	return fmt.Errorf("bad command %q", strings.Join(cmd, " "))
+	return keyOp(cfg, *timeout, cmd, stdout)
+}
+
+// shardArg parses a shard number of the cluster cfg describes.
+func shardArg(arg string, cfg client.Config) (int, error) {
+	sh, err := strconv.Atoi(arg)
+	if err != nil || sh < 0 || sh >= max(cfg.Shards, 1) {
+		if cfg.Shards == 0 {
+			return 0, fmt.Errorf("shard %q: this cluster is not replicated: it has no shards (start the servers with -rf 3, or -in-memory)", arg)
+		}
+		return 0, fmt.Errorf("shard %q: this cluster has shards 0 to %d", arg, cfg.Shards-1)
+	}
+	return sh, nil
 }
 
 func discover(admin client.Admin, hosts []string, timeout time.Duration) (client.Config, error) {
@@ -180,8 +228,7 @@ func keyOp(cfg client.Config, timeout time.Duration, cmd []string, stdout io.Wri
 	case "get":
 		v, err := cl.Get(ctx, cmd[1])
 		if errors.Is(err, client.ErrNotFound) {
-			fmt.Fprintln(stdout, "(not found)")
-			return nil
+			return fmt.Errorf("get %q: %w", cmd[1], errNotFound)
 		}
 		if err != nil {
 			return err

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -40,7 +41,7 @@ func membershipCmd(cmd []string, admin client.Admin, hosts []string, timeout tim
 	default:
 		return fmt.Errorf("bad command %q", strings.Join(cmd, " "))
 	}
-	printSummary(sum, stdout)
+	printSummary(sum, err, stdout)
 	return err
 }
 
@@ -60,6 +61,12 @@ func move(cl *membership.Cluster, shardArg, to string, stdout io.Writer) error {
 	if sh < 0 || sh >= m.Shards {
 		return fmt.Errorf("move %d: the cluster has shards 0 to %d", sh, m.Shards-1)
 	}
+	if slices.Contains(m.Placement[sh], to) {
+		// What was asked holds already: nothing to do, as mkdir -p.
+		fmt.Fprintf(stdout, "shard %d already has a replica on %s (replicas %s): nothing to move; kvsctl map shows the shards each server holds\n",
+			sh, to, strings.Join(m.Placement[sh], " "))
+		return nil
+	}
 	load := map[string]int{}
 	for _, reps := range m.Placement {
 		for _, r := range reps {
@@ -76,17 +83,27 @@ func move(cl *membership.Cluster, shardArg, to string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	printSummary(membership.Summary{Moves: []membership.Moved{mv}, Took: time.Since(start)}, stdout)
+	printSummary(membership.Summary{Moves: []membership.Moved{mv}, Took: time.Since(start)}, nil, stdout)
 	return nil
 }
 
-func printSummary(sum membership.Summary, stdout io.Writer) {
+// printSummary prints what a membership change moved: "done: ..." when
+// it succeeded; when it failed (err), what completed before it did, if
+// anything, since the error follows on stderr.
+func printSummary(sum membership.Summary, err error, stdout io.Writer) {
+	if err != nil && len(sum.Moves) == 0 && sum.Leaders == 0 {
+		return
+	}
 	keys := 0
 	for _, mv := range sum.Moves {
 		keys += mv.Keys
 	}
-	fmt.Fprintf(stdout, "done: %d replica moves (%d keys copied), %d leaderships handed over, in %v\n",
-		len(sum.Moves), keys, sum.Leaders, sum.Took.Round(time.Millisecond))
+	head := "done:"
+	if err != nil {
+		head = "failed after"
+	}
+	fmt.Fprintf(stdout, "%s %d replica moves (%d keys copied), %d leaderships handed over, in %v\n",
+		head, len(sum.Moves), keys, sum.Leaders, sum.Took.Round(time.Millisecond))
 	for _, mv := range sum.Moves {
 		fmt.Fprintf(stdout, "  %s: %s -> %s, %d keys, caught up in %v, move took %v\n",
 			mv.Name, mv.From, mv.To, mv.Keys, mv.CatchUp.Round(time.Millisecond), mv.Took.Round(time.Millisecond))

@@ -38,7 +38,11 @@ func top(args []string, admin client.Admin, cfg client.Config, timeout time.Dura
 	prev := sample()
 	if *once {
 		time.Sleep(*interval)
-		return writeTop(stdout, prev, sample(), !*noShards)
+		cur := sample()
+		if err := writeTop(stdout, prev, cur, !*noShards); err != nil {
+			return err
+		}
+		return allUnreachable(cur)
 	}
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
@@ -59,6 +63,17 @@ func top(args []string, admin client.Admin, cfg client.Config, timeout time.Dura
 		}
 		prev = cur
 	}
+}
+
+// allUnreachable returns an error when no server answered: the cluster
+// is down or not where -hosts says.
+func allUnreachable(samples []nodeSample) error {
+	for _, s := range samples {
+		if s.err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("none of the %d servers answered", len(samples))
 }
 
 // nodeSample is one server's Status reply, or why there is none.

@@ -104,7 +104,7 @@ func TestTopOnceShowsEveryNodeUnderLoad(t *testing.T) {
 	var out bytes.Buffer
 	require.Eventually(t, func() bool {
 		out.Reset()
-		if err := run([]string{"-hosts", addrs[0], "top", "-once", "-interval", "500ms"}, &out); err != nil {
+		if err := run([]string{"-hosts", addrs[0], "top", "-once", "-interval", "500ms"}, &out, io.Discard); err != nil {
 			return false
 		}
 		rates := nodeOps(out.String())
@@ -132,7 +132,7 @@ func TestTopShowsAnUnreachableServer(t *testing.T) {
 	addrs, servers := startRF3(t)
 	require.NoError(t, servers[2].Close())
 	var out bytes.Buffer
-	require.NoError(t, run([]string{"-hosts", addrs[0], "top", "-once", "-interval", "200ms"}, &out))
+	require.NoError(t, run([]string{"-hosts", addrs[0], "top", "-once", "-interval", "200ms"}, &out, io.Discard))
 	require.Regexp(t, `(?m)^`+addrs[2]+`\s+unreachable`, out.String())
 	rates := nodeOps(out.String())
 	require.Contains(t, rates, addrs[0])
@@ -155,9 +155,9 @@ func TestTopOverTLS(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, run([]string{"-hosts", addr, "-tls-ca", filepath.Join(dir, auth.CACertFile),
 		"-tls-cert", filepath.Join(dir, "client.crt"), "-tls-key", filepath.Join(dir, "client.key"),
-		"top", "-once", "-interval", "200ms"}, &out))
+		"top", "-once", "-interval", "200ms"}, &out, io.Discard))
 	require.Contains(t, nodeOps(out.String()), addr, out.String())
-	require.Error(t, run([]string{"-hosts", addr, "-timeout", "1s", "top", "-once"}, io.Discard), "plaintext to a TLS server")
+	require.Error(t, run([]string{"-hosts", addr, "-timeout", "1s", "top", "-once"}, io.Discard, io.Discard), "plaintext to a TLS server")
 }
 
 // TestTopRatesSkipARestart: counters that started anew between two samples
