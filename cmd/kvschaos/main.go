@@ -7,6 +7,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/batchkv/batchkv/chaos"
+	"github.com/batchkv/batchkv/internal/cli"
 )
 
 func main() {
@@ -87,8 +89,8 @@ func run(args []string, stdout, stderr io.Writer) (bool, error) {
 	checked := fs.Int("checked-clients", 16, "checked load: clients")
 	repeat := fs.Int("repeat", 1, "run every scenario this many times and end with a tally of verdicts")
 	keepData := fs.Bool("keep-data", false, "keep the servers' data dirs (Raft logs and snapshots, hundreds of MB a run) after a PASS; a FAIL always keeps them")
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
+	if err := cli.Parse(fs, args, stdout, stderr); err != nil {
+		if errors.Is(err, cli.ErrHelpShown) {
 			return true, nil
 		}
 		return false, err

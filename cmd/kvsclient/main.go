@@ -32,6 +32,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/batchkv/batchkv/client"
+	"github.com/batchkv/batchkv/internal/cli"
 	"github.com/batchkv/batchkv/internal/latency"
 	"github.com/batchkv/batchkv/internal/procstat"
 	"github.com/batchkv/batchkv/internal/tlsflags"
@@ -42,10 +43,12 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "kvsclient:", err)
-		os.Exit(1)
+	err := run(ctx, os.Args[1:], os.Stdout)
+	if err != nil && !errors.Is(err, cli.ErrHelpShown) {
+		fmt.Fprintln(os.Stderr, "kvsclient:", tlsflags.Hint(err))
 	}
+	stop()
+	os.Exit(cli.Exit(err))
 }
 
 type options struct {
@@ -99,7 +102,7 @@ func parse(args []string) (*options, error) {
 	fs.DurationVar(&o.checkTimeout, "check-timeout", time.Minute, "with -check: the longest the check may take")
 	fs.StringVar(&o.checkHTML, "check-html", "", "with -check: where to write porcupine's visualization of a violation (default: kvsclient-check-PID.html in the temporary directory)")
 	tf := tlsflags.Register(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args, os.Stdout, os.Stderr); err != nil {
 		return nil, err
 	}
 	id, err := tf.Load()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batchkv/batchkv/internal/cli"
 	"github.com/batchkv/batchkv/kvs/store"
 )
 
@@ -90,4 +91,13 @@ func TestPerSecondLatency(t *testing.T) {
 		}
 		require.True(t, 0 < d[0] && d[0] <= d[1] && d[1] <= d[2] && d[2] <= maxOfRun, "p50 %v p99 %v max %v, run's max %v", d[0], d[1], d[2], maxOfRun)
 	}
+}
+
+// TestHelpExitsZero: -help is not an error (the usage goes to stdout).
+func TestHelpExitsZero(t *testing.T) {
+	_, err := parse([]string{"-help"})
+	require.ErrorIs(t, err, cli.ErrHelpShown)
+	require.Equal(t, 0, cli.Exit(err))
+	_, err = parse([]string{"-bogus"})
+	require.Equal(t, 1, cli.Exit(err))
 }

@@ -23,15 +23,17 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/batchkv/batchkv/internal/cli"
 	"github.com/batchkv/batchkv/internal/plots"
 	"github.com/batchkv/batchkv/internal/runlog"
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout); err != nil {
+	err := run(os.Args[1:], os.Stdout)
+	if err != nil && !errors.Is(err, cli.ErrHelpShown) {
 		fmt.Fprintln(os.Stderr, "kvsplot:", err)
-		os.Exit(1)
 	}
+	os.Exit(cli.Exit(err))
 }
 
 const usage = "usage: kvsplot run|row|sweep|scaling|grow [flags] ARG (kvsplot CMD -h for its flags)"
@@ -41,6 +43,11 @@ func run(args []string, stdout io.Writer) error {
 		return errors.New(usage)
 	}
 	cmd, args := args[0], args[1:]
+	switch cmd {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprintln(stdout, usage)
+		return cli.ErrHelpShown
+	}
 	fs := flag.NewFlagSet("kvsplot "+cmd, flag.ContinueOnError)
 	skip := fs.Int("skip", 3, "loaded seconds to drop at the start of each log")
 	switch cmd {
@@ -53,7 +60,7 @@ func run(args []string, stdout io.Writer) error {
 		sweep := fs.String("sweep", "run", "name of the sweep, first column")
 		repeat := fs.Int("repeat", 1, "repeat number, second column")
 		header := fs.Bool("header", false, "print the header instead of a row")
-		if err := fs.Parse(args); err != nil {
+		if err := cli.Parse(fs, args, stdout, os.Stderr); err != nil {
 			return err
 		}
 		w := csv.NewWriter(stdout)
@@ -95,7 +102,7 @@ func run(args []string, stdout io.Writer) error {
 }
 
 func parseOne(fs *flag.FlagSet, args []string, what string) error {
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args, os.Stdout, os.Stderr); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batchkv/batchkv/internal/cli"
 	"github.com/batchkv/batchkv/internal/plots"
 	"github.com/batchkv/batchkv/internal/plots/plotstest"
 )
@@ -68,4 +69,15 @@ func TestSweepAndScaling(t *testing.T) {
 	require.ErrorContains(t, run([]string{"sweep", "-x", "nope", csvPath}, &msg), "want batch_size or goroutines")
 	require.Error(t, run([]string{"frobnicate"}, &msg))
 	require.Error(t, run(nil, &msg))
+}
+
+// TestHelpExitsZero: -help, alone or after a command, prints the usage
+// and is not an error.
+func TestHelpExitsZero(t *testing.T) {
+	for _, args := range [][]string{{"-help"}, {"help"}, {"grow", "-h"}} {
+		var out strings.Builder
+		err := run(args, &out)
+		require.ErrorIs(t, err, cli.ErrHelpShown, "%v", args)
+		require.Equal(t, 0, cli.Exit(err))
+	}
 }

@@ -23,20 +23,26 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/batchkv/batchkv/internal/cli"
 	"github.com/batchkv/batchkv/internal/runlog"
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout); err != nil {
+	err := run(os.Args[1:], os.Stdout)
+	if err != nil && !errors.Is(err, cli.ErrHelpShown) {
 		fmt.Fprintln(os.Stderr, "kvsreport:", err)
-		os.Exit(1)
 	}
+	os.Exit(cli.Exit(err))
 }
 
 func run(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("kvsreport", flag.ContinueOnError)
 	skip := fs.Int("skip", 3, "loaded samples to drop at the start of each log")
-	if err := fs.Parse(args); err != nil {
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: kvsreport [-skip N] SERVER_LOG [SERVER_LOG ...]   e.g. kvsreport logs/latest/server-*.log")
+		fs.PrintDefaults()
+	}
+	if err := cli.Parse(fs, args, stdout, os.Stderr); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {

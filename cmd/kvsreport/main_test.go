@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/batchkv/batchkv/internal/cli"
 )
 
 func serverLog(rates ...string) string {
@@ -48,4 +50,13 @@ func TestReportShortRunKeepsAllLoadedSamples(t *testing.T) {
 func TestReportNeedsLogs(t *testing.T) {
 	require.Error(t, run(nil, &strings.Builder{}))
 	require.Error(t, run([]string{"/nonexistent/server.log"}, &strings.Builder{}))
+}
+
+// TestHelpExitsZero: -help prints the usage and is not an error.
+func TestHelpExitsZero(t *testing.T) {
+	var out strings.Builder
+	err := run([]string{"-help"}, &out)
+	require.ErrorIs(t, err, cli.ErrHelpShown)
+	require.Equal(t, 0, cli.Exit(err))
+	require.Contains(t, out.String(), "usage: kvsreport")
 }
