@@ -79,11 +79,23 @@ Options:
 Logs go to logs/<timestamp>/ (server-<node>.log, client-<node>.log,
 report.txt, and util.csv / util.png: every node's per-second ops/s, CPU %,
 RSS and network rates, as a table and a plot); logs/latest points at the
-newest run.
+newest run. On this machine each server's PID is in
+logs/latest/pids/server-<host:port>.pid while the run lasts: to stop one
+(say, after 'kvsctl remove-server'), kill "$(cat logs/latest/pids/server-127.0.0.1:8080.pid)".
+
+The result: the report's last line, "total <N> op/s", the sum of each
+server's median ops/s. The clients' "throughput" lines before it are their
+own view of the same load (over every second, so a little lower).
+
+Per-second lines: one per second, each server's ops/s. When the cluster's
+members can change (-rf above 1, -data-dir, -in-memory or --spares) they
+follow the cluster's current members, read with 'kvsctl top -once': a
+server added with 'kvsctl add-server' appears, a removed one goes.
 
 Testing (cloudlab-sim.sh only; leave unset otherwise):
   BATCHKV_TMCC=PATH        use PATH instead of /usr/local/etc/emulab/tmcc
   BATCHKV_SSH_CONFIG=FILE  give every ssh -F FILE (keys, known_hosts)
+  BATCHKV_CLIENT_ARGS=ARGS appended to client_args (check-readme.sh: "-secs 3")
 
 Examples:
   $0                                   # 1 server + 1 client on this machine, YCSB-B, 30 s
@@ -131,6 +143,11 @@ if [[ $# -gt 4 ]]; then usage >&2; exit 2; fi
 NODES=()
 if [[ -n $HOSTS_FILE ]]; then
     MODE=ssh
+    if [[ ! -r $HOSTS_FILE ]]; then
+        echo "--hosts-file $HOSTS_FILE: no such readable file. Write the SSH host names of your nodes into it, one a line," >&2
+        echo "  (blank lines and # comments are skipped); to run on this machine instead, leave --hosts-file out." >&2
+        exit 2
+    fi
     while read -r line; do
         line="${line%%#*}"
         line="${line//[[:space:]]/}"
@@ -155,7 +172,7 @@ else
     CLIENT_COUNT="${2:-1}"
 fi
 SERVER_ARGS="${3:-}"
-CLIENT_ARGS="${4:-}"
+CLIENT_ARGS="${4:-}${BATCHKV_CLIENT_ARGS:+ $BATCHKV_CLIENT_ARGS}"
 if ! [[ $SERVER_COUNT =~ ^[0-9]+$ && $CLIENT_COUNT =~ ^[0-9]+$ ]] || (( SERVER_COUNT < 1 || CLIENT_COUNT < 1 )); then
     echo "server_count and client_count must be positive integers" >&2; exit 2
 fi
@@ -177,7 +194,7 @@ SSH_OPTS=(-o StrictHostKeyChecking=no -o BatchMode=yes)
 if [[ -n ${BATCHKV_SSH_CONFIG:-} ]]; then SSH_OPTS+=(-F "$BATCHKV_SSH_CONFIG"); fi
 RUN_ID="$(date +%Y%m%d-%H%M%S)"
 LOG_DIR="$ROOT/logs/$RUN_ID"
-mkdir -p "$LOG_DIR"
+mkdir -p "$LOG_DIR/pids"
 ln -sfn "$RUN_ID" "$ROOT/logs/latest"
 
 echo "mode:         $MODE"
@@ -257,6 +274,8 @@ start() {
     fi
     STARTED_PID=$!
     LOCAL_PIDS+=("$STARTED_PID")
+    if [[ $MODE == local ]]; then echo "$STARTED_PID" > "$LOG_DIR/pids/${role#kvs}-$name.pid"; fi
+    return 0
 }
 
 # Servers: the members first, then the spares.
@@ -383,6 +402,27 @@ grow() {
     "$ROOT/bin/kvsctl" -hosts "$PEERS" "${CLIENT_TLS[@]+"${CLIENT_TLS[@]}"}" map || true
 }
 
+# Whether the members can change during the run: then the per-second
+# lines follow the cluster's map, not the servers started here.
+CHANGING=0
+if (( RF > 1 || HAS_DATA_DIR || SPARES > 0 )) || [[ " $SERVER_ARGS " == *" -in-memory"* || " $SERVER_ARGS " == *" --in-memory"* ]]; then
+    CHANGING=1
+fi
+ALL_ADDRS=$(IFS=,; echo "${SERVER_ADDRS[*]}")
+# member_rates prints " <member> <ops/s> ops/s;" for every member of the
+# cluster's current map, over one second; a member that does not answer
+# shows as down.
+member_rates() {
+    local table
+    table=$("$ROOT/bin/kvsctl" -hosts "$ALL_ADDRS" -timeout 1s "${CLIENT_TLS[@]+"${CLIENT_TLS[@]}"}" top -once -no-shards 2>/dev/null) || true
+    if [[ -z $table ]]; then sleep 1; echo " (no server answered)"; return; fi
+    awk 'NR > 1 && $1 != "total" {
+        if ($2 ~ /^[0-9]+$/) printf " %s %s ops/s;", $1, $2
+        else if ($2 ~ /^unreachable/) printf " %s down;", $1
+        else printf " %s - ops/s;", $1
+    }' <<< "$table"
+}
+
 # Progress every second, from the servers' own reports, until the clients end.
 SECONDS=0
 GROWN=0
@@ -406,13 +446,19 @@ while :; do
         printf '[%4ds] clients running %d\n%s\n\n' "$SECONDS" "$running" "$table"
         continue
     fi
-    line=""
-    for name in "${SERVER_NAMES[@]}"; do
-        rate=$( (grep '^ops/s' "$LOG_DIR/server-$name.log" 2>/dev/null || true) | tail -n 1 | awk '{printf "%.0f", $2}')
-        line+=" $name ${rate:-0} ops/s;"
-    done
+    if (( CHANGING )); then
+        # The cluster's current members and their rates over the next
+        # second (kvsctl top -once takes that second).
+        line=$(member_rates)
+    else
+        line=""
+        for name in "${SERVER_NAMES[@]}"; do
+            rate=$( (grep '^ops/s' "$LOG_DIR/server-$name.log" 2>/dev/null || true) | tail -n 1 | awk '{printf "%.0f", $2}')
+            line+=" $name ${rate:-0} ops/s;"
+        done
+        sleep 1
+    fi
     printf '[%4ds] clients running %d;%s\n' "$SECONDS" "$running" "$line"
-    sleep 1
 done
 failed=0
 for ((j = 0; j < CLIENT_COUNT; j++)); do
@@ -422,6 +468,7 @@ for ((j = 0; j < CLIENT_COUNT; j++)); do
         tail -n 5 "$LOG_DIR"/client-*.log >&2 || true
     fi
 done
+echo "clients (each its own view of the load; the run's result is the total below):"
 grep -h -E '^(throughput|batch latency|after warm-up|client cpu_s|sync |linearizab|NOT linearizable)' "$LOG_DIR"/client-*.log || true
 if (( GROWN )); then
     wait "$GROW_PID" || true
@@ -442,6 +489,8 @@ fi
 for pid in "${SERVER_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
 reports=()
 for name in "${SERVER_NAMES[@]}"; do reports+=("$LOG_DIR/server-$name.log"); done
+rm -rf "$LOG_DIR/pids"
+echo "report (the result is the last line, total: each server's median ops/s, summed):"
 "$ROOT/bin/kvsreport" "${reports[@]}" | tee "$LOG_DIR/report.txt"
 # The Raft data this script put under the run's directory goes, unless
 # asked to stay: a replicated run writes hundreds of MB.

@@ -196,7 +196,7 @@ func (c *Cluster) Map() (*shard.Map, error) {
 			if len(errs) == 0 {
 				return nil, errors.New("membership: no seed to ask for the shard map")
 			}
-			return nil, fmt.Errorf("membership: no shard map: %w", errors.Join(errs...))
+			return nil, fmt.Errorf("membership: no shard map from %s: %w", strings.Join(c.Seeds, ","), errors.Join(errs...))
 		}
 	}
 	_, rep, err := c.atLeader(hint.Meta, wire.MembershipRequest{Op: wire.ReadMap, Shard: wire.MetaShard(hint.Shards)})
