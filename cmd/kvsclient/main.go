@@ -158,7 +158,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "config hosts=%s workload=%s theta=%v secs=%d numClients=%d batchSize=%d records=%d valueBytes=%d codec=%s conns=%d tls=%t seed=%d check=%t\n",
 		strings.Join(o.hosts, ","), o.workload, o.theta, o.secs, o.numClients, o.batchSize, o.records, o.valueBytes, o.codec, o.conns, o.tls != nil, o.seed, o.check)
 	cfg := client.Config{Servers: o.hosts, Codec: o.codec, ConnsPerServer: o.conns, VirtualNodes: o.vnodes, TLS: o.tls}
-	if l, err := (client.Admin{TLS: o.tls}).Discover(o.hosts[0], 5*time.Second); err != nil {
+	if l, err := (client.Admin{TLS: o.tls}).Discover(o.hosts[0], 5*time.Second); tlsflags.IsMismatch(err) {
+		return err
+	} else if err != nil {
 		fmt.Fprintf(stdout, "layout: %s did not answer (%v); routing over -hosts\n", o.hosts[0], err)
 	} else if l.Shards > 0 {
 		cfg.Servers, cfg.Shards, cfg.Replicas, cfg.VirtualNodes = l.Servers, l.Shards, l.Replicas, l.VirtualNodes

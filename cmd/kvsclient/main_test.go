@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"log/slog"
+	"net"
 	"regexp"
 	"strconv"
 	"testing"
@@ -10,7 +13,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batchkv/batchkv/auth"
+	"github.com/batchkv/batchkv/client"
 	"github.com/batchkv/batchkv/internal/cli"
+	"github.com/batchkv/batchkv/internal/tlsflags"
+	"github.com/batchkv/batchkv/kvs"
 	"github.com/batchkv/batchkv/kvs/store"
 )
 
@@ -100,4 +107,23 @@ func TestHelpExitsZero(t *testing.T) {
 	require.Equal(t, 0, cli.Exit(err))
 	_, err = parse([]string{"-bogus"})
 	require.Equal(t, 1, cli.Exit(err))
+}
+
+// TestTLSMismatchStops: a load client without the TLS flags against a TLS
+// server stops at once with the flags to give, instead of a load of
+// failed batches.
+func TestTLSMismatchStops(t *testing.T) {
+	ids, err := auth.MakeLocal(t.TempDir(), []string{"127.0.0.1"})
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv, err := kvs.New(kvs.Config{Identity: ids.Node, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err = run(ctx, []string{"-hosts", ln.Addr().String(), "-secs", "1", "-records", "100"}, io.Discard)
+	require.ErrorIs(t, err, client.ErrServerWantsTLS)
+	require.ErrorContains(t, tlsflags.Hint(err), "give -tls-ca")
 }

@@ -43,6 +43,13 @@ func (f *Flags) Load() (*auth.Identity, error) {
 	return nil, errors.New("-tls-ca, -tls-cert and -tls-key go together: give all three, or none for plaintext")
 }
 
+// IsMismatch reports whether err is a TLS mismatch that Hint explains:
+// no connection to that server can work until the flags or certificates
+// change.
+func IsMismatch(err error) bool {
+	return Hint(err) != err
+}
+
 // Hint returns err with what to do about it added when it is a TLS
 // mismatch the command's flags can fix: a TLS server dialled without the
 // flags, a plaintext server dialled with them, a server certificate that

@@ -62,4 +62,8 @@ func TestHint(t *testing.T) {
 	require.ErrorContains(t, tlsflags.Hint(fmt.Errorf("x: %w", client.ErrServerNotTLS)), "leave out -tls-ca")
 	host := fmt.Errorf("tls: %w", x509.HostnameError{Certificate: &x509.Certificate{DNSNames: []string{"node0"}}, Host: "127.0.0.1"})
 	require.ErrorContains(t, tlsflags.Hint(host), "-role node -hosts 127.0.0.1")
+	require.True(t, tlsflags.IsMismatch(host))
+	require.True(t, tlsflags.IsMismatch(wants))
+	require.False(t, tlsflags.IsMismatch(plain))
+	require.False(t, tlsflags.IsMismatch(nil))
 }
