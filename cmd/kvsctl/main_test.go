@@ -10,7 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -40,6 +42,25 @@ func deadAddr(t *testing.T) string {
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
 	return addr
+}
+
+// syncBuffer is a bytes.Buffer that a command and the test may use at
+// once.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // TestHelp: -help lists every command and exits 0; help COMMAND and
@@ -136,8 +157,15 @@ func TestMoveToAHolderIsANoOp(t *testing.T) {
 // a summary, and stops after -for.
 func TestProbeIsTitledAndBounded(t *testing.T) {
 	addrs, _ := startRF3(t)
-	var out bytes.Buffer
-	require.NoError(t, run([]string{"-hosts", addrs[0], "probe", "-for", "1s", "-interval", "20ms", "0"}, &out, io.Discard))
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- run([]string{"-hosts", addrs[0], "probe", "-for", "1s", "-interval", "20ms", "0"}, &out, io.Discard) }()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(15 * time.Second):
+		t.Fatal("probe -for 1s still running after 15 s")
+	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	require.True(t, strings.HasPrefix(lines[0], "# probe of shard 0: a write of key"), lines[0])
 	require.Contains(t, lines[0], "for 1s")
