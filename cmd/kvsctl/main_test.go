@@ -159,7 +159,9 @@ func TestProbeIsTitledAndBounded(t *testing.T) {
 	addrs, _ := startRF3(t)
 	var out syncBuffer
 	done := make(chan error, 1)
-	go func() { done <- run([]string{"-hosts", addrs[0], "probe", "-for", "1s", "-interval", "20ms", "0"}, &out, io.Discard) }()
+	go func() {
+		done <- run([]string{"-hosts", addrs[0], "probe", "-for", "1s", "-interval", "20ms", "0"}, &out, io.Discard)
+	}()
 	select {
 	case err := <-done:
 		require.NoError(t, err)
