@@ -1,6 +1,8 @@
 package chaos
 
 import (
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -81,4 +83,24 @@ func TestPowerCutCatchesUnsafeNoSync(t *testing.T) {
 	checks := safety(t, res)
 	require.False(t, checks["no acknowledged write lost"].Pass && checks["checked history is linearizable"].Pass,
 		"the checks missed the acknowledged writes a cut loses under -unsafe-nosync")
+}
+
+// TestPowerCutCatchesAckBeforeSync is the planted-bug control: servers
+// built with -tags planted_latesync acknowledge a write before its log
+// is synced (the sync follows planted.LateSyncDelay later), and a cut
+// under load must show lost acknowledged writes.
+func TestPowerCutCatchesAckBeforeSync(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a second kvsserver")
+	}
+	bin := filepath.Join(t.TempDir(), "kvsserver-latesync")
+	out, err := exec.Command("go", "build", "-tags", "planted_latesync", "-o", bin, "github.com/batchkv/batchkv/cmd/kvsserver").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	o := powerCutOptions(t, "power-cut", powercut.Strict)
+	o.Bin = bin
+	res, err := Run(o)
+	require.NoError(t, err)
+	checks := safety(t, res)
+	require.False(t, checks["no acknowledged write lost"].Pass && checks["checked history is linearizable"].Pass,
+		"the checks missed the acknowledged writes a cut loses when the log acknowledges before it syncs")
 }

@@ -9,11 +9,11 @@ import (
 	"github.com/batchkv/batchkv/internal/powercut"
 )
 
-// mounted holds the power-cut filesystems this process serves, so that an
-// interrupt unmounts them.
+// mounted holds the clean-up of each power-cut filesystem this process
+// serves, so that an interrupt unmounts them and deletes their files.
 var mounted struct {
 	mu  sync.Mutex
-	fss map[*powercut.FS]bool
+	fss map[*powercut.FS]func()
 }
 
 // mountPowerCut mounts a power-cut filesystem under a new temporary
@@ -35,11 +35,16 @@ func mountPowerCut(o *chaos.Options, mode powercut.Mode) (func(), error) {
 		_ = os.RemoveAll(backing)
 		return nil, err
 	}
+	cleanup := func() {
+		_ = fs.Unmount()
+		_ = os.Remove(mnt) // empty once unmounted; never RemoveAll a mount point
+		_ = os.RemoveAll(backing)
+	}
 	mounted.mu.Lock()
 	if mounted.fss == nil {
-		mounted.fss = map[*powercut.FS]bool{}
+		mounted.fss = map[*powercut.FS]func(){}
 	}
-	mounted.fss[fs] = true
+	mounted.fss[fs] = cleanup
 	mounted.mu.Unlock()
 	o.DataRoot = mnt
 	o.PowerCut = func() (string, error) {
@@ -50,18 +55,16 @@ func mountPowerCut(o *chaos.Options, mode powercut.Mode) (func(), error) {
 		mounted.mu.Lock()
 		delete(mounted.fss, fs)
 		mounted.mu.Unlock()
-		_ = fs.Unmount()
-		_ = os.Remove(mnt) // empty once unmounted; never RemoveAll a mount point
-		_ = os.RemoveAll(backing)
+		cleanup()
 	}, nil
 }
 
-// unmountAll unmounts every power-cut filesystem (on an interrupt, once
-// the servers are stopped).
+// unmountAll unmounts every power-cut filesystem and deletes its files
+// (on an interrupt, once the servers are stopped).
 func unmountAll() {
 	mounted.mu.Lock()
 	defer mounted.mu.Unlock()
-	for fs := range mounted.fss {
-		_ = fs.Unmount()
+	for _, cleanup := range mounted.fss {
+		cleanup()
 	}
 }

@@ -124,6 +124,7 @@ func openLogStore(dir string, format LogFormat, noSync bool, hlog hclog.Logger) 
 	if noSync {
 		vfs = noSyncFS{vfs}
 	}
+	vfs = plantLateSync(vfs)
 	w, err := wal.Open(walDir, wal.WithLogger(hlog.Named("wal")), wal.WithSegmentSize(walSegmentSize),
 		wal.WithSegmentFiler(segment.NewFiler(walDir, vfs)))
 	if err != nil {
