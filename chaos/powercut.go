@@ -93,10 +93,6 @@ func powerCut(during string) func(r *run) (func(), error) {
 		}
 		r.logf("power cut: %s", rep)
 		r.onStep.Store(nil)
-		var moveOutcome error
-		if moveErr != nil {
-			moveOutcome = <-moveErr // it fails or ends once the servers are gone
-		}
 		time.Sleep(r.opt.Restart)
 		for i := range r.c.Addrs {
 			if r.c.Pid(i) == 0 && (i < r.opt.Servers || moveErr != nil) {
@@ -108,8 +104,9 @@ func powerCut(during string) func(r *run) (func(), error) {
 		r.tl.window(at, r.tl.since(), "power off")
 		r.tl.event("every server restarted")
 		restored := r.c.replicas(func(s wire.ShardStatus) bool { return s.Restores > 0 })
-		var tidyErr error
+		var moveOutcome, tidyErr error
 		if moveErr != nil {
+			moveOutcome = <-moveErr // it ends or fails on its own
 			tidyErr = r.driver().Reconcile()
 			r.tl.event(fmt.Sprintf("reconciled: %v", orOK(tidyErr)))
 		}
