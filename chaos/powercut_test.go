@@ -87,7 +87,7 @@ func TestPowerCutCatchesUnsafeNoSync(t *testing.T) {
 
 // TestPowerCutCatchesAckBeforeSync is the planted-bug control: servers
 // built with -tags planted_latesync acknowledge a write before its log
-// is synced (the sync follows planted.LateSyncDelay later), and a cut
+// is synced (they sync at most once per planted.LateSyncPeriod), and a cut
 // under load must show lost acknowledged writes.
 func TestPowerCutCatchesAckBeforeSync(t *testing.T) {
 	if testing.Short() {

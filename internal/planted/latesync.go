@@ -1,18 +1,19 @@
 package planted
 
 import (
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft-wal/types"
 )
 
-// LateSyncDelay is how long after a Sync call a LateSync file really
-// syncs.
-const LateSyncDelay = 300 * time.Millisecond
+// LateSyncPeriod is how often, at most, a LateSync file really syncs.
+const LateSyncPeriod = time.Second
 
 // LateSync returns vfs with an acknowledge-before-sync bug: a file's Sync
-// returns at once and the real fsync happens LateSyncDelay later, so a
-// Raft log on it acknowledges writes that a power cut in between loses.
+// really syncs at most once per LateSyncPeriod and otherwise returns at
+// once, so a Raft log on it acknowledges up to a period of writes that a
+// power cut loses.
 // kvsserver gets it only when built with -tags planted_latesync.
 func LateSync(vfs types.VFS) types.VFS { return lateSyncFS{vfs} }
 
@@ -23,7 +24,7 @@ func (fs lateSyncFS) Create(dir, name string, size uint64) (types.WritableFile, 
 	if err != nil {
 		return nil, err
 	}
-	return lateSyncFile{f}, nil
+	return &lateSyncFile{WritableFile: f}, nil
 }
 
 func (fs lateSyncFS) OpenWriter(dir, name string) (types.WritableFile, error) {
@@ -31,12 +32,21 @@ func (fs lateSyncFS) OpenWriter(dir, name string) (types.WritableFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	return lateSyncFile{f}, nil
+	return &lateSyncFile{WritableFile: f}, nil
 }
 
-type lateSyncFile struct{ types.WritableFile }
+type lateSyncFile struct {
+	types.WritableFile
+	mu   sync.Mutex
+	last time.Time // of the last real sync; guarded by mu
+}
 
-func (f lateSyncFile) Sync() error {
-	time.AfterFunc(LateSyncDelay, func() { _ = f.WritableFile.Sync() })
-	return nil
+func (f *lateSyncFile) Sync() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if time.Since(f.last) < LateSyncPeriod {
+		return nil
+	}
+	f.last = time.Now()
+	return f.WritableFile.Sync()
 }
