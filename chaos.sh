@@ -14,7 +14,9 @@ usage: ./chaos.sh SCENARIO|all [flags]
        ./chaos.sh --help
 
 Scenarios: slow-follower slow-network crash-leader crash-follower partition
-pause rebalance move-killed random, or all of them in turn. Results (summary.md, timeline.png,
+pause rebalance move-killed random, or all of them in turn. Power cuts (need
+root and /dev/fuse; not part of all): power-cut (mid-load), power-cut-snapshot,
+power-cut-move, power-cut-map, or power-cut-all for the four in turn. Results (summary.md, timeline.png,
 timeline.csv, events.csv, status.csv, history.csv, server logs, and
 linearizability.html on a violation) go to logs/chaos-<time>/<scenario>/.
 Exit status 0 when every verdict is PASS, 1 otherwise.
@@ -26,6 +28,8 @@ Flags are kvschaos's; ./chaos.sh --help lists them all. Examples:
   ./chaos.sh random --fault 120s --seed 42
   ./chaos.sh all --repeat 5          # every scenario 5 times, then a tally
   ./chaos.sh partition --server-args "-read-mode lease"
+  ./chaos.sh power-cut --repeat 5    # 5 power cuts mid-load (strict POSIX fs)
+  ./chaos.sh power-cut-all --powercut-mode ext4
 USAGE
 }
 

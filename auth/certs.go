@@ -58,7 +58,7 @@ var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 // InitCA makes a new cluster CA: dir/ca.crt and dir/ca.key (mode 0600),
 // creating dir (mode 0700) if needed. It refuses to overwrite a CA.
 func InitCA(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := mkdirDurable(dir); err != nil {
 		return fmt.Errorf("auth: %w", err)
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -167,7 +167,11 @@ func writePair(dir, name string, der []byte, key *ecdsa.PrivateKey) error {
 	}
 	crt, kf := filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
 	for _, f := range []string{crt, kf} {
-		if _, err := os.Stat(f); err == nil {
+		st, err := os.Stat(f)
+		switch {
+		case err == nil && st.Size() == 0:
+			return fmt.Errorf("%w: %s is empty (a crash while an older version wrote it?): remove it and run again", ErrExists, f)
+		case err == nil:
 			return fmt.Errorf("%w: %s", ErrExists, f)
 		}
 	}
@@ -175,18 +179,6 @@ func writePair(dir, name string, der []byte, key *ecdsa.PrivateKey) error {
 		return err
 	}
 	return writeExclusive(crt, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-}
-
-func writeExclusive(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return fmt.Errorf("auth: %w", err)
-	}
-	if _, err := f.Write(data); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("auth: %w", err)
-	}
-	return f.Close()
 }
 
 func serial() *big.Int {

@@ -24,8 +24,10 @@ import (
 type ClusterConfig struct {
 	// Bin is the kvsserver binary.
 	Bin string
-	// Dir holds each server's data dir and log.
+	// Dir holds each server's log, and its data dir unless DataRoot is set.
 	Dir string
+	// DataRoot, if set, holds each server's data dir (data-N).
+	DataRoot string
 	// Servers is the number of server processes (and the RF).
 	Servers int
 	// Spares are servers started later with -join, after the members in
@@ -116,9 +118,17 @@ func (c *Cluster) args(i int) []string {
 	a := []string{"-host", "127.0.0.1", "-port", port, "-self", c.Addrs[i]}
 	a = append(a, members...)
 	a = append(a, "-rf", strconv.Itoa(c.cfg.RF), "-shards", strconv.Itoa(c.cfg.Shards), "-report", "0",
-		"-data-dir", filepath.Join(c.cfg.Dir, fmt.Sprintf("data-%d", i)), "-raft-via", c.Links.Via(i, c.Addrs))
+		"-data-dir", filepath.Join(c.dataRoot(), fmt.Sprintf("data-%d", i)), "-raft-via", c.Links.Via(i, c.Addrs))
 	a = append(a, c.tlsArgs...)
 	return append(a, c.cfg.Args...)
+}
+
+// dataRoot is where the servers' data dirs are.
+func (c *Cluster) dataRoot() string {
+	if c.cfg.DataRoot != "" {
+		return c.cfg.DataRoot
+	}
+	return c.cfg.Dir
 }
 
 // makeCerts makes a CA, a node certificate for 127.0.0.1 that every

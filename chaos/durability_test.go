@@ -89,24 +89,6 @@ func killEveryServer(t *testing.T, args []string, between func(c *Cluster)) (los
 	return lost, restored
 }
 
-// replicas counts the replicas, over every server that answers, for
-// which ok holds.
-func (c *Cluster) replicas(ok func(wire.ShardStatus) bool) int {
-	n := 0
-	for _, a := range c.Addrs {
-		st, err := c.Admin.Status(a, wire.StatusRequest{}, time.Second)
-		if err != nil {
-			continue
-		}
-		for _, s := range st.Shards {
-			if ok(s) {
-				n++
-			}
-		}
-	}
-	return n
-}
-
 // TestKillEveryServerKeepsAcknowledgedWrites: with either Raft log
 // format, every acknowledged write is found after every server of the
 // cluster is killed with SIGKILL and started again, through snapshots and

@@ -41,6 +41,13 @@ type Options struct {
 	// TLS runs the cluster and the loads with mutual TLS.
 	TLS  bool
 	Seed uint64
+	// DataRoot holds the servers' data dirs (empty: Dir). The power-cut
+	// scenarios put it on a power-cut filesystem.
+	DataRoot string
+	// PowerCut cuts the power of DataRoot's filesystem (every server is
+	// down when it is called) and describes what it discarded. The
+	// power-cut scenarios need it.
+	PowerCut func() (string, error)
 
 	Warmup   time.Duration // load before the baseline; not measured
 	Baseline time.Duration // healthy load to compare with
@@ -87,6 +94,10 @@ func DefaultOptions(scenario string) Options {
 		o.Shards, o.Spares, o.RF = 4, 1, 3
 	case "random":
 		o.Spares, o.RF = 1, 3
+	case "power-cut-snapshot":
+		o.ServerArgs = append(o.ServerArgs, snapshotArgs...)
+	case "power-cut-move", "power-cut-map":
+		o.Shards, o.Spares, o.RF = 2, 1, 3
 	}
 	switch scenario {
 	case "slow-follower", "random":
@@ -95,6 +106,10 @@ func DefaultOptions(scenario string) Options {
 		o.Fault = 30 * time.Second
 	default:
 		o.Fault = 10 * time.Second
+	}
+	if IsPowerCut(scenario) {
+		o.Fault = 5 * time.Second // load before the cut
+		o.Restart = time.Second   // power off
 	}
 	return o
 }
@@ -161,7 +176,7 @@ func Run(opt Options) (*Result, error) {
 	}
 	r.opt.RF = opt.RF
 	r.c, err = StartCluster(ClusterConfig{Bin: opt.Bin, Dir: opt.Dir, Servers: opt.Servers, Spares: opt.Spares, RF: opt.RF,
-		Shards: opt.Shards, Args: opt.ServerArgs, TLS: opt.TLS})
+		Shards: opt.Shards, Args: opt.ServerArgs, TLS: opt.TLS, DataRoot: opt.DataRoot})
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/batchkv/batchkv/chaos"
 	"github.com/batchkv/batchkv/internal/cli"
+	"github.com/batchkv/batchkv/internal/powercut"
 )
 
 func main() {
@@ -29,6 +30,7 @@ func main() {
 		<-sigs
 		fmt.Println("verdict: FAIL interrupted")
 		chaos.Abort() // no server is left running, stopped or throttled
+		unmountAll()
 		os.Exit(130)
 	}()
 	pass, err := run(os.Args[1:], os.Stdout, os.Stderr)
@@ -60,9 +62,10 @@ func run(args []string, stdout, stderr io.Writer) (bool, error) {
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: kvschaos [flags] SCENARIO|all\n\nScenarios:\n")
-		for _, name := range chaos.ScenarioNames() {
-			fmt.Fprintf(stderr, "  %-15s %s\n", name, chaos.About(name))
+		for _, name := range append(chaos.ScenarioNames(), chaos.PowerCutNames()...) {
+			fmt.Fprintf(stderr, "  %-18s %s\n", name, chaos.About(name))
 		}
+		fmt.Fprintf(stderr, "  %-18s %s\n", "power-cut-all", "the four power-cut scenarios in turn (not part of all: they need root and FUSE)")
 		fmt.Fprintf(stderr, "\nFlags (durations left unset take the scenario's default):\n")
 		fs.PrintDefaults()
 	}
@@ -88,6 +91,7 @@ func run(args []string, stdout, stderr io.Writer) (bool, error) {
 	attempt := fs.Duration("attempt-timeout", 5*time.Second, "bulk load: client's timeout of one attempt on a silent server")
 	checked := fs.Int("checked-clients", 16, "checked load: clients")
 	repeat := fs.Int("repeat", 1, "run every scenario this many times and end with a tally of verdicts")
+	cutMode := fs.String("powercut-mode", "strict", "power-cut scenarios: the filesystem's mode, strict (POSIX: only a directory's fsync saves its entries) or ext4 (a file's fsync saves its own entry too)")
 	keepData := fs.Bool("keep-data", false, "keep the servers' data dirs (Raft logs and snapshots, hundreds of MB a run) after a PASS; a FAIL always keeps them")
 	if err := cli.Parse(fs, args, stdout, stderr); err != nil {
 		if errors.Is(err, cli.ErrHelpShown) {
@@ -100,8 +104,15 @@ func run(args []string, stdout, stderr io.Writer) (bool, error) {
 		return false, fmt.Errorf("want one scenario")
 	}
 	names := []string{fs.Arg(0)}
-	if names[0] == "all" {
+	switch names[0] {
+	case "all":
 		names = chaos.ScenarioNames()
+	case "power-cut-all":
+		names = chaos.PowerCutNames()
+	}
+	mode, err := powercut.ParseMode(*cutMode)
+	if err != nil {
+		return false, err
 	}
 	root := *dir
 	if root == "" {
@@ -138,7 +149,7 @@ func run(args []string, stdout, stderr io.Writer) (bool, error) {
 			if *seed != 0 {
 				o.Seed = *seed
 			}
-			o.ServerArgs = strings.Fields(*serverArgs)
+			o.ServerArgs = append(o.ServerArgs, strings.Fields(*serverArgs)...)
 			o.TLS = *useTLS
 			for _, f := range []struct {
 				flag *durationFlag
@@ -156,7 +167,14 @@ func run(args []string, stdout, stderr io.Writer) (bool, error) {
 			if *repeat > 1 {
 				fmt.Fprintf(stdout, "   (run %d of %d)\n", round, *repeat)
 			}
+			unmount := func() {}
+			if chaos.IsPowerCut(name) {
+				if unmount, err = mountPowerCut(&o, mode); err != nil {
+					return false, err
+				}
+			}
 			res, err := chaos.Run(o)
+			unmount()
 			if err != nil {
 				allPass = false
 				failed = append(failed, name)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -180,14 +179,14 @@ func openStores(gc groupConfig, hlog hclog.Logger) (raftStore, raft.SnapshotStor
 	if gc.dir == "" {
 		return raft.NewInmemStore(), &memSnapshots{}, nil
 	}
-	if err := os.MkdirAll(gc.dir, dataDirMode); err != nil {
+	if err := mkdirAllDurable(gc.dir, dataDirMode); err != nil {
 		return nil, nil, fmt.Errorf("replica: shard %d data dir: %w", gc.shard, err)
 	}
 	logs, err := openLogStore(gc.dir, gc.logFormat, gc.noSync, hlog)
 	if err != nil {
 		return nil, nil, fmt.Errorf("replica: shard %d log: %w", gc.shard, err)
 	}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(gc.dir, snapshotsRetained, hlog)
+	snaps, err := openSnapshots(gc.dir, snapshotsRetained, hlog)
 	if err != nil {
 		_ = closeLogStore(logs)
 		return nil, nil, fmt.Errorf("replica: shard %d snapshots: %w", gc.shard, err)

@@ -103,18 +103,40 @@ func openLogStore(dir string, format LogFormat, noSync bool, hlog hclog.Logger) 
 		return nil, fmt.Errorf("%s holds a %s Raft log, not %s: start the server with -raft-log %s", dir, had, format, had)
 	}
 	if format == LogBolt {
-		return raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, boltLogName), NoSync: noSync, BoltOptions: boltOptions()})
+		bs, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, boltLogName), NoSync: noSync, BoltOptions: boltOptions()})
+		if err != nil {
+			return nil, err
+		}
+		if err := syncDir(dir); err != nil { // raft.db's entry
+			_ = bs.Close()
+			return nil, err
+		}
+		if noSync {
+			return syncedVote{bs}, nil
+		}
+		return bs, nil
 	}
 	walDir := filepath.Join(dir, walDirName)
-	if err := os.MkdirAll(walDir, dataDirMode); err != nil {
+	if err := mkdirAllDurable(walDir, dataDirMode); err != nil {
 		return nil, err
 	}
 	var vfs types.VFS = walfs.New()
 	if noSync {
 		vfs = noSyncFS{vfs}
 	}
-	return wal.Open(walDir, wal.WithLogger(hlog.Named("wal")), wal.WithSegmentSize(walSegmentSize),
+	vfs = plantLateSync(vfs)
+	w, err := wal.Open(walDir, wal.WithLogger(hlog.Named("wal")), wal.WithSegmentSize(walSegmentSize),
 		wal.WithSegmentFiler(segment.NewFiler(walDir, vfs)))
+	if err != nil {
+		return nil, err
+	}
+	// The WAL's meta file (term and vote) is synced, its name is not
+	// (the first segment's sync does that, never under -unsafe-nosync).
+	if err := syncDir(walDir); err != nil {
+		_ = w.Close()
+		return nil, err
+	}
+	return w, nil
 }
 
 // closeLogStore closes a log store that holds files.

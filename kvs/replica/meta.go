@@ -195,7 +195,7 @@ func (s *Set) CloseReplica(sh int) error {
 	if g.dir == "" {
 		return err
 	}
-	return errors.Join(err, os.RemoveAll(g.dir))
+	return errors.Join(err, removeDirDurably(g.dir))
 }
 
 // LoadMap reads the map a server saved in its data dir dir, or returns
@@ -219,13 +219,13 @@ func LoadMap(dir string) (*shard.Map, error) {
 }
 
 // saveMap writes m to dir durably: to a temporary file, synced, then
-// renamed over the old one. Without a data dir (dir is empty) it keeps
+// renamed over the old one, then dir synced. Without a data dir (dir is empty) it keeps
 // nothing.
 func saveMap(dir string, m *shard.Map) error {
 	if dir == "" {
 		return nil
 	}
-	if err := os.MkdirAll(dir, dataDirMode); err != nil {
+	if err := mkdirAllDurable(dir, dataDirMode); err != nil {
 		return fmt.Errorf("replica: data dir: %w", err)
 	}
 	raw, err := json.MarshalIndent(m.Wire(), "", "  ")
@@ -246,6 +246,9 @@ func saveMap(dir string, m *shard.Map) error {
 	}
 	if err == nil {
 		err = os.Rename(tmp, filepath.Join(dir, mapFile))
+	}
+	if err == nil {
+		err = syncDir(dir) // the rename itself survives a power cut
 	}
 	if err != nil {
 		return fmt.Errorf("replica: saving the map: %w", err)

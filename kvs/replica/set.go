@@ -219,6 +219,9 @@ func (s *Set) onDisk() []int {
 	if s.cfg.DataDir == "" {
 		return nil
 	}
+	if err := removeTrash(s.cfg.DataDir); err != nil {
+		s.cfg.Logger.Warn("a replica's directory left by a cut mid-delete is still there", "err", err)
+	}
 	entries, err := os.ReadDir(s.cfg.DataDir)
 	if err != nil {
 		return nil

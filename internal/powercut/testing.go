@@ -1,0 +1,40 @@
+package powercut
+
+import (
+	"os"
+	"testing"
+)
+
+// Available reports why this machine cannot mount the filesystem, or ""
+// when it can (root and /dev/fuse).
+func Available() string {
+	if os.Geteuid() != 0 {
+		return "powercut needs root to mount FUSE directly"
+	}
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		return "powercut needs /dev/fuse: " + err.Error()
+	}
+	return ""
+}
+
+// MountForTest mounts a filesystem under t.TempDir and unmounts it in
+// t.Cleanup (also when the test fails). It skips the test when the machine
+// has no FUSE or the test does not run as root.
+func MountForTest(t testing.TB, mode Mode) *FS {
+	t.Helper()
+	return mountForTest(t, mode, bugs{})
+}
+
+func mountForTest(t testing.TB, mode Mode, b bugs) *FS {
+	t.Helper()
+	if why := Available(); why != "" {
+		t.Skip(why)
+	}
+	dir, backing := t.TempDir(), t.TempDir()
+	f, err := mountWith(dir, backing, mode, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Unmount() })
+	return f
+}
