@@ -94,6 +94,9 @@ func TestCheckedLogFindsFlippedBytes(t *testing.T) {
 		// its own CRC for a torn write, and drops it.
 		{"wal-tail-segment", LogWAL, 2200, 2050, "-0000000000000001.wal"},
 		{"wal-only-segment", LogWAL, 300, 150, "00000000000000000001-0000000000000000.wal"},
+		// raft-wal drops a last batch that fails its CRC; checkWALTail
+		// finds it was written whole.
+		{"wal-last-batch", LogWAL, 300, 250, "00000000000000000001-0000000000000000.wal"},
 		{"bolt", LogBolt, 300, 150, boltLogName},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -128,9 +131,19 @@ func TestCheckedLogFindsFlippedBytes(t *testing.T) {
 			err := checkReplicaData(dir, s, nil)
 			var ce *CorruptError
 			require.ErrorAs(t, err, &ce)
-			require.Equal(t, c.damaged, ce.Index)
 			require.Equal(t, file, ce.File)
 			require.ErrorIs(t, err, ErrCorrupt)
+			if c.name == "wal-last-batch" {
+				require.Equal(t, uint64(201), ce.Index, "the last batch, 201-300, was dropped")
+				planted.UncheckedData.Store(true)
+				defer planted.UncheckedData.Store(false)
+				require.NoError(t, checkReplicaData(dir, s, nil))
+				last, err := s.LastIndex()
+				require.NoError(t, err)
+				require.Equal(t, uint64(200), last, "unchecked, the log lost its last batch")
+				return
+			}
+			require.Equal(t, c.damaged, ce.Index)
 
 			// A read while the replica runs reports the damage too.
 			var reported []error

@@ -107,7 +107,7 @@ func writeMark(dir, name, content string) error {
 }
 
 // checkReplicaData verifies a replica's data before Raft reads it: every
-// log entry's checksum, the metadata of every snapshot, the checksum of
+// log entry's checksum, a WAL's tail (checkWALTail), the metadata of every snapshot, the checksum of
 // the latest snapshot (the one Raft restores), and that the log goes on
 // where that snapshot ends. Raft itself would panic replaying a log with
 // a gap after it, when it falls back to an older snapshot because the
@@ -125,6 +125,12 @@ func checkReplicaData(dir string, logs *checkedLog, snaps raft.SnapshotStore) er
 	}
 	if dir == "" {
 		return nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, walDirName)); err == nil && !planted.UncheckedData.Load() {
+		last, _ := logs.LastIndex()
+		if err := checkWALTail(filepath.Join(dir, walDirName), last); err != nil {
+			return err
+		}
 	}
 	latest, err := latestSnapshot(dir)
 	if err != nil {
