@@ -16,7 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/batchkv/batchkv/internal/planted"
+	"github.com/batchkv/batchkv/internal/bugswitch"
 	"github.com/batchkv/batchkv/kvs"
 	"github.com/batchkv/batchkv/kvs/replica"
 	"github.com/batchkv/batchkv/wire"
@@ -178,7 +178,7 @@ func corruptionTrial(t *testing.T, cc corruptionCase, leaderVictim bool) corrupt
 		if r.Value == damaged {
 			served.Store(true)
 		}
-		if !planted.UncheckedData.Load() {
+		if !bugswitch.UncheckedData.Load() {
 			require.Equal(t, value(i), r.Value, "key %s", key)
 		}
 	})
@@ -244,12 +244,14 @@ func TestReplicatedDamageIsFoundAndRebuilt(t *testing.T) {
 }
 
 // TestReplicatedDamageCheckCatchesUncheckedReads: the trial above, with
-// the damage checks planted off (planted.UncheckedData), fails: the
+// the damage checks and the start-up check planted off, fails: the
 // damage goes unnoticed, and the follower's digest differs from its
 // peers' (the finding) or the leader serves the damaged value.
 func TestReplicatedDamageCheckCatchesUncheckedReads(t *testing.T) {
-	planted.UncheckedData.Store(true)
-	defer planted.UncheckedData.Store(false)
+	bugswitch.UncheckedData.Store(true)
+	defer bugswitch.UncheckedData.Store(false)
+	bugswitch.NoStartupCheck.Store(true) // it would catch the follower's damage
+	defer bugswitch.NoStartupCheck.Store(false)
 	tail := corruptionCases[1]
 	t.Run("follower", func(t *testing.T) {
 		out := corruptionTrial(t, tail, false)
@@ -278,4 +280,30 @@ func TestDamagedSingleReplicaRefusesToStart(t *testing.T) {
 	require.ErrorIs(t, err, replica.ErrCorrupt)
 	require.ErrorContains(t, err, segs[0]+", log entry ")
 	require.ErrorContains(t, err, "no other replica")
+}
+
+// TestStartupCheckRebuildsADifferingReplica: with the checksums planted
+// off, a follower replays a value flipped in its log; the start-up
+// check finds its digest differs from its two peers' at the same index,
+// and it is rebuilt from them. With the start-up check planted off too,
+// its digest stays different
+// (TestReplicatedDamageCheckCatchesUncheckedReads).
+func TestStartupCheckRebuildsADifferingReplica(t *testing.T) {
+	bugswitch.UncheckedData.Store(true)
+	defer bugswitch.UncheckedData.Store(false)
+	c := newReplCluster(t, 3, 3, 1)
+	value := bigValue(valueSize)
+	require.Eventually(t, func() bool { return c.leader(0) == 0 }, 15*time.Second, 50*time.Millisecond)
+	putAll(t, c.client(t), "k", 1000, value)
+	c.stop(1)
+	segs := walSegments(t, filepath.Join(c.dirs[1], "shard-0"))
+	flipValue(t, segs[len(segs)-1], value(300))
+	logs := &lockedBuffer{}
+	c.logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	c.start(1)
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "replica rebuilt from its peers") },
+		40*time.Second, 100*time.Millisecond, "not rebuilt: %s", logs.String())
+	require.Contains(t, logs.String(), "start-up check: at index")
+	require.True(t, replicasAgree(t, c, 1000))
+	checkAll(t, c.client(t), "k", 1000, value)
 }

@@ -110,8 +110,3 @@ func (s *racyStore) PutIf(op *wire.Op, vals *store.Values) wire.Result {
 	}
 	return res
 }
-
-// UncheckedData, when set, plants the bug that a replica's damage
-// checks exist to catch: its log entries and snapshots are read without
-// verifying their checksums, so damage on disk is replayed and served.
-var UncheckedData atomic.Bool

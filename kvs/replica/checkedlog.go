@@ -10,7 +10,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/batchkv/batchkv/internal/planted"
+	"github.com/batchkv/batchkv/internal/bugswitch"
 )
 
 // Every entry a replica writes to its Raft log carries a CRC-32C of its
@@ -67,7 +67,9 @@ func (e *CorruptError) Unwrap() error { return ErrCorrupt }
 
 // checkedLog is a replica's log store that checksums every entry it
 // stores and verifies every entry it reads. A failed check calls
-// onCorrupt (once) as well as returning the error.
+// onCorrupt (once) as well as returning the error. The store under it
+// must copy what StoreLogs gives it (raft-wal and BoltDB encode each
+// entry): the copies it passes are reused.
 type checkedLog struct {
 	raftStore
 	// fileOf names the file that holds entry index, for messages.
@@ -179,7 +181,7 @@ func (c *checkedLog) verify(index uint64, l *raft.Log) (checked bool, err error)
 	if len(l.Extensions) == 0 {
 		l.Extensions = nil
 	}
-	if planted.UncheckedData.Load() {
+	if bugswitch.UncheckedData.Load() {
 		return true, nil
 	}
 	if got := entryChecksum(l, l.Extensions); got != want {

@@ -13,7 +13,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/stretchr/testify/require"
 
-	"github.com/batchkv/batchkv/internal/planted"
+	"github.com/batchkv/batchkv/internal/bugswitch"
 )
 
 // checkedData returns entry i's data: n bytes that name it, so that a
@@ -135,8 +135,8 @@ func TestCheckedLogFindsFlippedBytes(t *testing.T) {
 			require.ErrorIs(t, err, ErrCorrupt)
 			if c.name == "wal-last-batch" {
 				require.Equal(t, uint64(201), ce.Index, "the last batch, 201-300, was dropped")
-				planted.UncheckedData.Store(true)
-				defer planted.UncheckedData.Store(false)
+				bugswitch.UncheckedData.Store(true)
+				defer bugswitch.UncheckedData.Store(false)
 				require.NoError(t, checkReplicaData(dir, s, nil))
 				last, err := s.LastIndex()
 				require.NoError(t, err)
@@ -155,8 +155,8 @@ func TestCheckedLogFindsFlippedBytes(t *testing.T) {
 
 			// The planted bug: the same log, unchecked, replays the
 			// damaged entry.
-			planted.UncheckedData.Store(true)
-			defer planted.UncheckedData.Store(false)
+			bugswitch.UncheckedData.Store(true)
+			defer bugswitch.UncheckedData.Store(false)
 			require.NoError(t, checkReplicaData(dir, s, nil))
 			require.NoError(t, s.GetLog(c.damaged, &l))
 			require.NotEqual(t, checkedData(c.damaged, size), l.Data)
@@ -232,8 +232,8 @@ func TestCheckReplicaDataFindsDamagedSnapshots(t *testing.T) {
 		var ce *CorruptError
 		require.ErrorAs(t, err, &ce)
 		require.Equal(t, filepath.Join(latest, "state.bin"), ce.File)
-		planted.UncheckedData.Store(true)
-		defer planted.UncheckedData.Store(false)
+		bugswitch.UncheckedData.Store(true)
+		defer bugswitch.UncheckedData.Store(false)
 		require.NoError(t, checkReplicaData(dir, s, snaps))
 	})
 	t.Run("meta", func(t *testing.T) {

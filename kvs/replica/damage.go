@@ -16,7 +16,7 @@ import (
 	wal "github.com/hashicorp/raft-wal"
 	"go.etcd.io/bbolt"
 
-	"github.com/batchkv/batchkv/internal/planted"
+	"github.com/batchkv/batchkv/internal/bugswitch"
 )
 
 // A shard's data dir holds, besides its log and snapshots:
@@ -126,7 +126,7 @@ func checkReplicaData(dir string, logs *checkedLog, snaps raft.SnapshotStore) er
 	if dir == "" {
 		return nil
 	}
-	if _, err := os.Stat(filepath.Join(dir, walDirName)); err == nil && !planted.UncheckedData.Load() {
+	if _, err := os.Stat(filepath.Join(dir, walDirName)); err == nil && !bugswitch.UncheckedData.Load() {
 		last, _ := logs.LastIndex()
 		if err := checkWALTail(filepath.Join(dir, walDirName), last); err != nil {
 			return err
@@ -139,7 +139,7 @@ func checkReplicaData(dir string, logs *checkedLog, snaps raft.SnapshotStore) er
 	var snapIndex uint64
 	if latest != nil {
 		state := filepath.Join(dir, snapshotsDir, latest.ID, "state.bin")
-		if planted.UncheckedData.Load() {
+		if bugswitch.UncheckedData.Load() {
 			state = "" // the planted bug: snapshots unchecked too
 		}
 		if state != "" {

@@ -215,6 +215,7 @@ func Open(cfg Config) (*Set, error) {
 			}
 		}
 	}
+	s.checkAgainstPeers()
 	return s, nil
 }
 
