@@ -125,11 +125,19 @@ func corruptionTrial(t *testing.T, cc corruptionCase, leaderVictim bool) corrupt
 	if !leaderVictim {
 		victim = 1
 	}
+	pad := 0 // keys written to make the shard snapshot
 	if cc.snapshots {
+		// A snapshot that holds every key: one taken after the writes
+		// (a few more entries make the shard take one).
+		st, err := c.status(victim)
+		require.NoError(t, err)
+		written := st.Shards[0].Applied
 		require.Eventually(t, func() bool {
+			pad++
+			putAll(t, cl, fmt.Sprintf("pad%d-", pad), 1, value)
 			st, err := c.status(victim)
-			return err == nil && len(st.Shards) == 1 && st.Shards[0].Snapshot > 0
-		}, 10*time.Second, 50*time.Millisecond, "no snapshot")
+			return err == nil && len(st.Shards) == 1 && st.Shards[0].Snapshot >= written
+		}, 10*time.Second, 50*time.Millisecond, "no snapshot after the writes")
 	}
 	c.stop(victim)
 	shardDir := filepath.Join(c.dirs[victim], "shard-0")
@@ -173,7 +181,7 @@ func corruptionTrial(t *testing.T, cc corruptionCase, leaderVictim bool) corrupt
 	}
 	close(stopReads) // its barriers keep the log moving
 	readers.Wait()
-	out.agree = replicasAgree(t, c, cc.keys)
+	out.agree = replicasAgree(t, c, cc.keys+pad)
 	getAll(t, cl, "k", cc.keys, func(i int, key string, r wire.Result) {
 		if r.Value == damaged {
 			served.Store(true)

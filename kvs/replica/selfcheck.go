@@ -40,11 +40,20 @@ func (s *Set) checkAgainstPeers() {
 // checkReplica compares replica g of shard sh with its peers until it
 // could, or selfCheckFor passes.
 func (s *Set) checkReplica(sh int, g *Group) {
+	var last uint64
 	for deadline := time.Now().Add(selfCheckFor); time.Now().Before(deadline); {
 		select {
 		case <-g.stop:
 			return
 		case <-time.After(selfCheckEvery):
+		}
+		// Only a shard at rest is compared: under writes its replicas
+		// never stand at one index, and a digest is a full scan of every
+		// shard of the server asked.
+		applied := g.raft.AppliedIndex()
+		if applied != last {
+			last = applied
+			continue
 		}
 		verdict, compared := s.compareOnce(g)
 		if !compared {
