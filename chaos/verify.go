@@ -9,6 +9,7 @@ import (
 
 	"github.com/batchkv/batchkv/internal/latency"
 	"github.com/batchkv/batchkv/internal/linz"
+	"github.com/batchkv/batchkv/internal/replcheck"
 	"github.com/batchkv/batchkv/internal/runlog"
 	"github.com/batchkv/batchkv/wire"
 )
@@ -156,28 +157,22 @@ func (r *run) checkConvergence() {
 }
 
 // compareReplicas says whether every shard's replicas have applied the
-// same index (settled), and if so whether their digests agree.
+// same index (settled), and if so whether their digests agree
+// (replcheck.Compare, as kvsctl verify compares them).
 func compareReplicas(byShard map[int][]wire.ShardStatus, shards, rf int) (settled, agree bool, desc string) {
 	agree = true
 	var parts []string
 	for sh := range shards {
-		reps := byShard[sh]
-		if len(reps) != rf {
-			return false, false, fmt.Sprintf("shard %d: %d replicas answered", sh, len(reps))
+		var reps []replcheck.Replica
+		for i, s := range byShard[sh] {
+			reps = append(reps, replcheck.Replica{Addr: fmt.Sprintf("replica %d", i), Status: s})
 		}
-		for _, s := range reps[1:] {
-			if s.Applied != reps[0].Applied {
-				return false, false, fmt.Sprintf("shard %d: applied %d and %d", sh, reps[0].Applied, s.Applied)
-			}
-			if s.Digest != reps[0].Digest || s.Keys != reps[0].Keys {
-				agree = false
-			}
+		v := replcheck.Compare(sh, reps, rf)
+		if !v.Settled {
+			return false, false, v.Desc
 		}
-		var ds []string
-		for _, s := range reps {
-			ds = append(ds, fmt.Sprintf("%016x/%d keys", s.Digest, s.Keys))
-		}
-		parts = append(parts, fmt.Sprintf("shard %d at index %d: %s", sh, reps[0].Applied, strings.Join(ds, ", ")))
+		agree = agree && v.OK()
+		parts = append(parts, v.Desc)
 	}
 	return true, agree, strings.Join(parts, "; ")
 }

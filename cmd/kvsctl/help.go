@@ -30,6 +30,14 @@ memory, network MiB/s, open connections, redirects/s and errors/s, then
 replica's lag. Ctrl-C quits. With -once it samples twice, -interval
 apart, prints one table and exits: status 1 when no server answered.`,
 		example: "kvsctl -hosts 127.0.0.1:8080 top -once"},
+	{name: "verify", args: "[-within 30s]", summary: "compare every shard's replicas by the digest of their data at one applied index; exit 2 when any differ",
+		detail: `Asks every server for the digest of each shard it replicates, waits
+(up to -within) until a shard's replicas report the same applied index,
+and prints one line per shard: agree, or the replicas whose digest
+differs from the others'. A replica that differs holds damaged or
+diverged data; restart it after removing its copy of the shard, or let
+its start-up check rebuild it from its peers.`,
+		example: "kvsctl -hosts 127.0.0.1:8080 verify"},
 	{name: "get", args: "KEY", summary: "print KEY's value; exit status 1 when it is absent",
 		detail: `Prints the value of KEY. An absent key prints nothing on stdout, says
 so on stderr, and exits with status 1 (status 2 for any other error),

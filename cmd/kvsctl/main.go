@@ -7,6 +7,7 @@
 //	kvsctl -hosts 127.0.0.1:8080 leader 0
 //	kvsctl -hosts 127.0.0.1:8080 probe [-for 10s] 0
 //	kvsctl -hosts 127.0.0.1:8080 top [-once] [-interval 1s] [-no-shards]
+//	kvsctl -hosts 127.0.0.1:8080 verify [-within 30s]
 //	kvsctl -hosts 127.0.0.1:8080 map
 //	kvsctl -hosts 127.0.0.1:8080 add-server 127.0.0.1:8083
 //	kvsctl -hosts 127.0.0.1:8080 remove-server 127.0.0.1:8081
@@ -20,6 +21,13 @@
 // live view of every server at once, refreshed every second: ops/s, CPU,
 // memory, network, connections and errors per node, and at RF>1 each
 // shard's leader, term and replica lag; -once prints one table.
+//
+// verify compares the replicas of every shard: it asks each server for
+// its replicas' content digests until each shard's replicas have applied
+// the same index, prints a line per shard, and exits non-zero if a
+// replica differs from its peers (damaged data replayed, or a bug) or a
+// shard's replicas never reached the same index within -within (a
+// cluster under steady writes may not settle: verify it between loads).
 //
 // map prints a replicated cluster's shard map and its epoch. add-server
 // makes a server started with -join a member and moves its share of
@@ -137,6 +145,13 @@ func run(args []string, stdout, stderr io.Writer) error {
 	switch cmd[0] {
 	case "status":
 		return status(admin, cfg, *timeout, stdout)
+	case "verify":
+		vfs := flag.NewFlagSet("verify", flag.ContinueOnError)
+		within := vfs.Duration("within", 30*time.Second, "how long to wait for each shard's replicas to apply the same index")
+		if err := cli.Parse(vfs, cmd[1:], stdout, stderr); err != nil {
+			return err
+		}
+		return verify(admin, cfg, *timeout, *within, stdout)
 	case "top":
 		return top(cmd[1:], admin, cfg, *timeout, stdout)
 	case "probe":

@@ -134,6 +134,9 @@ type Group struct {
 	// readyTerm is the term in which this replica, as leader, has applied
 	// every entry committed before it: reads are served only in that term.
 	readyTerm atomic.Uint64
+	// rebuilding says the replica's data was damaged, and is being sent
+	// again by its peers: it neither votes nor stands (rebuild.go).
+	rebuilding atomic.Bool
 	// lease lets a leader serve reads without a log entry (lease.go).
 	lease lease
 	// gate groups the entries this replica appends as leader.
@@ -170,7 +173,10 @@ type groupConfig struct {
 	// requestTime is the server's recent mean time per request (nil: not
 	// known), for the commit gate.
 	requestTime func() time.Duration
-	log         *slog.Logger
+	// damaged is called when the replica finds its data damaged while it
+	// runs (a log entry or snapshot read for a follower); nil ignores it.
+	damaged func(error)
+	log     *slog.Logger
 }
 
 // openStores returns the replica's log and snapshot stores: files in
@@ -182,7 +188,7 @@ func openStores(gc groupConfig, hlog hclog.Logger) (raftStore, raft.SnapshotStor
 	if err := mkdirAllDurable(gc.dir, dataDirMode); err != nil {
 		return nil, nil, fmt.Errorf("replica: shard %d data dir: %w", gc.shard, err)
 	}
-	logs, err := openLogStore(gc.dir, gc.logFormat, gc.noSync, hlog)
+	logs, err := openCheckedLog(gc.dir, gc.logFormat, gc.noSync, hlog)
 	if err != nil {
 		return nil, nil, fmt.Errorf("replica: shard %d log: %w", gc.shard, err)
 	}
@@ -191,7 +197,13 @@ func openStores(gc groupConfig, hlog hclog.Logger) (raftStore, raft.SnapshotStor
 		_ = closeLogStore(logs)
 		return nil, nil, fmt.Errorf("replica: shard %d snapshots: %w", gc.shard, err)
 	}
-	return logs, snaps, nil
+	if err := checkReplicaData(gc.dir, logs, snaps); err != nil {
+		kept := keepState(logs)
+		_ = closeLogStore(logs)
+		return nil, nil, &damagedError{shard: gc.shard, err: err, kept: kept}
+	}
+	logs.setOnCorrupt(gc.damaged)
+	return logs, &checkedSnapshots{SnapshotStore: snaps, onCorrupt: gc.damaged}, nil
 }
 
 func openGroup(gc groupConfig) (g *Group, err error) {
@@ -204,6 +216,14 @@ func openGroup(gc groupConfig) (g *Group, err error) {
 	g.lease.on, g.lease.dur, g.lease.base = gc.leases, gc.timing.LeaseRead, time.Now()
 	g.gate.limit, g.gate.requestTime = gc.timing.CommitWindow, gc.requestTime
 	g.fsm = newShardFSM(gc.newStore, gc.sessionTT)
+	if gc.damaged == nil {
+		gc.damaged = func(error) {}
+	}
+	rebuildTo, rebuilding := rebuildTarget(gc.dir)
+	if rebuilding {
+		gc.join = true // it must never bootstrap a configuration of its own
+		g.rebuilding.Store(true)
+	}
 	hlog := newRaftLogger(g.log)
 	logs, snaps, err := openStores(gc, hlog)
 	if err != nil {
@@ -249,6 +269,7 @@ func openGroup(gc groupConfig) (g *Group, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("replica: shard %d raft: %w", gc.shard, err)
 	}
+	g.transport.abstain = g.rebuilding.Load
 	g.transport.start(g.stands, g.notesVoteRequest, g.refusePreVote)
 	if !existing && !gc.join {
 		var conf raft.Configuration
@@ -271,6 +292,10 @@ func openGroup(gc groupConfig) (g *Group, err error) {
 	if !existing && !gc.join && g.self == gc.replicas[0] && len(gc.replicas) > 1 {
 		g.wg.Add(1)
 		go g.leadFirst()
+	}
+	if rebuilding {
+		g.wg.Add(1)
+		go g.watchRebuild(rebuildTo)
 	}
 	g.wg.Add(4)
 	go g.watchLeadership()

@@ -23,9 +23,12 @@ var (
 type preVoteGuard struct {
 	*raft.NetworkTransport
 	rpcs chan raft.RPC
-	stop chan struct{}
-	once sync.Once
-	wg   sync.WaitGroup
+	// abstain, when set and true, refuses every vote, pre-vote and
+	// TimeoutNow: a replica being rebuilt must not vote.
+	abstain func() bool
+	stop    chan struct{}
+	once    sync.Once
+	wg      sync.WaitGroup
 }
 
 func newPreVoteGuard(t *raft.NetworkTransport) *preVoteGuard {
@@ -50,6 +53,9 @@ func (t *preVoteGuard) start(stands func(), voteRequest func(*raft.RequestVoteRe
 			case rpc = <-in:
 			case <-t.stop:
 				return
+			}
+			if t.abstain != nil && t.abstain() && refuseWhileRebuilding(rpc) {
+				continue
 			}
 			switch req := rpc.Command.(type) {
 			case *raft.TimeoutNowRequest:

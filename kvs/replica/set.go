@@ -86,6 +86,11 @@ type Config struct {
 	// entries when it is at least twice Timing.CommitWindow. Nil leaves
 	// them only their own measure (commitgate.go).
 	RequestTime func() time.Duration
+	// Fatal is called when a replica finds its data damaged while it runs
+	// and the shard has no other replica to rebuild it from: the replica
+	// is closed, and the server should stop. Nil only logs it. (Damage
+	// found when a replica opens is Open's error.)
+	Fatal func(error)
 	// Logger receives Raft's warnings and the failover decisions. Nil means
 	// slog.Default().
 	Logger *slog.Logger
@@ -210,6 +215,7 @@ func Open(cfg Config) (*Set, error) {
 			}
 		}
 	}
+	s.checkAgainstPeers()
 	return s, nil
 }
 
@@ -262,14 +268,17 @@ func (s *Set) openLocked(sh int, replicas []string, join bool) error {
 	} else {
 		dir = filepath.Join(c.DataDir, dir)
 	}
-	g, err := openGroup(groupConfig{
+	var opened atomic.Pointer[Group]
+	g, err := s.openOrRebuild(groupConfig{
 		shard: sh, self: c.Self, replicas: replicas, join: join, dir: dir,
 		noSync: c.NoSync, logFormat: c.LogFormat, timing: c.Timing, dial: c.Dial, peerStat: c.PeerStatus,
 		newStore: c.NewStore, sessionTT: c.SessionTTL, leases: c.LeaseReads, requestTime: c.RequestTime, log: c.Logger,
+		damaged: func(err error) { go s.damaged(sh, opened.Load(), err) },
 	})
 	if err != nil {
 		return err
 	}
+	opened.Store(g)
 	groups := slices.Clone(*s.groups.Load())
 	groups[sh] = g
 	s.groups.Store(&groups)
