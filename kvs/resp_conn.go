@@ -71,10 +71,10 @@ type respConn struct {
 	deadline bool // a read deadline is set (a command is half-read)
 	args     [][]byte
 
-	ops  []wire.Op  // the batch being gathered
-	cmds []respCmd  // its commands, in order
-	imm  []byte     // replies of commands answered without the store
-	out  []byte     // the replies being written
+	ops  []wire.Op // the batch being gathered
+	cmds []respCmd // its commands, in order
+	imm  []byte    // replies of commands answered without the store
+	out  []byte    // the replies being written
 	rep  wire.BatchReply
 }
 
