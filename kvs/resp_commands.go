@@ -8,8 +8,8 @@ import (
 	"github.com/batchkv/batchkv/wire"
 )
 
-// The RESP commands. Those that touch keys (GET, SET, MGET, MSET, DEL,
-// UNLINK, EXISTS) become ops of the connection's batch; the others are
+// The RESP commands. Those that touch keys (GET, SET, SETNX, GETSET,
+// MGET, MSET, DEL, UNLINK, EXISTS) become ops of the connection's batch; the others are
 // answered at once (resp_server.go). A command's keys and values are
 // checked before anything is queued, so a bad one changes nothing.
 
@@ -23,9 +23,21 @@ func (c *respConn) command(args [][]byte) {
 			ops[0] = wire.Op{Code: wire.OpGet, Key: string(args[1])}
 		}
 	case "set":
-		if c.arity(args, 3, -1) && c.setOptionsOK(args[3:]) && c.keysOK(args[1:2]) {
-			ops := c.addOps(respSet, 1)
-			ops[0] = wire.Op{Code: wire.OpPut, Key: string(args[1]), Value: string(args[2])}
+		if !c.arity(args, 3, -1) || !c.keysOK(args[1:2]) {
+			return
+		}
+		kind, op, ok := c.setOptions(args[3:])
+		if ok {
+			op.Key, op.Value = string(args[1]), string(args[2])
+			c.addOps(kind, 1)[0] = op
+		}
+	case "setnx":
+		if c.arity(args, 3, 3) && c.keysOK(args[1:2]) && c.conditional("SETNX") {
+			c.addOps(respSetNX, 1)[0] = wire.Op{Code: wire.OpPutIf, Cond: wire.CondAbsent, Key: string(args[1]), Value: string(args[2])}
+		}
+	case "getset":
+		if c.arity(args, 3, 3) && c.keysOK(args[1:2]) && c.conditional("GETSET") {
+			c.addOps(respSetGet, 1)[0] = wire.Op{Code: wire.OpPutIf, Cond: wire.CondAlways, Key: string(args[1]), Value: string(args[2])}
 		}
 	case "mget":
 		c.gets(respMGet, args)
@@ -58,8 +70,6 @@ func (c *respConn) command(args [][]byte) {
 				ops[2*i+1] = wire.Op{Code: wire.OpDelete, Key: key}
 			}
 		}
-	case "setnx", "getset", "getdel", "getex", "incr", "decr", "incrby", "decrby", "append", "setrange":
-		c.fail(fmt.Sprintf("ERR '%s' needs a conditional write, which this server does not offer yet", lower(buf[:0], args[0])))
 	case "quit":
 		c.quit = true
 		c.immediate(func(b []byte) []byte { return resp.AppendSimple(b, "OK") })
@@ -110,22 +120,72 @@ func (c *respConn) keysOK(keys [][]byte) bool {
 	return true
 }
 
-// setOptionsOK refuses SET's options: none is implemented, and none may be
-// silently ignored, since each changes what SET does.
-func (c *respConn) setOptionsOK(opts [][]byte) bool {
-	if len(opts) == 0 {
-		return true
+// setOptions reads SET's options: NX, XX and GET make it a conditional
+// write (OpPutIf), as does IFEQ value (Valkey's compare-and-set); the
+// options that set an expiry are refused, since batchkv keys do not
+// expire and no option may be silently ignored. It answers an error and
+// returns false when the options are refused.
+func (c *respConn) setOptions(opts [][]byte) (respKind, wire.Op, bool) {
+	op := wire.Op{Code: wire.OpPut}
+	var nx, xx, get, ifeq bool
+	for i := 0; i < len(opts); i++ {
+		var buf [16]byte
+		switch opt := string(lower(buf[:0], opts[i])); opt {
+		case "nx":
+			nx = true
+		case "xx":
+			xx = true
+		case "get":
+			get = true
+		case "ifeq":
+			if i+1 == len(opts) {
+				c.fail("ERR syntax error")
+				return 0, op, false
+			}
+			ifeq, op.Expect = true, string(opts[i+1])
+			i++
+		case "ex", "px", "exat", "pxat", "keepttl":
+			c.fail(fmt.Sprintf("ERR SET option %s is not supported: keys in batchkv do not expire", upper(opt)))
+			return 0, op, false
+		default:
+			c.fail("ERR syntax error")
+			return 0, op, false
+		}
 	}
-	var buf [16]byte
-	switch opt := string(lower(buf[:0], opts[0])); opt {
-	case "nx", "xx", "get":
-		c.fail(fmt.Sprintf("ERR SET option %s needs a conditional write, which this server does not offer yet", upper(opt)))
-	case "ex", "px", "exat", "pxat", "keepttl":
-		c.fail(fmt.Sprintf("ERR SET option %s is not supported: keys in batchkv do not expire", upper(opt)))
-	default:
+	switch {
+	case nx && xx, nx && ifeq, xx && ifeq:
 		c.fail("ERR syntax error")
+		return 0, op, false
+	case !nx && !xx && !get && !ifeq:
+		return respSet, op, true
+	case !c.conditional("SET with NX, XX, GET or IFEQ"):
+		return 0, op, false
+	case nx:
+		op.Cond = wire.CondAbsent
+	case xx:
+		op.Cond = wire.CondPresent
+	case ifeq:
+		op.Cond = wire.CondEqual
+	default:
+		op.Cond = wire.CondAlways
 	}
-	return false
+	op.Code = wire.OpPutIf
+	if get {
+		return respSetGet, op, true
+	}
+	return respSetCond, op, true
+}
+
+// conditional says whether this server decides conditional writes, and
+// answers an error if not: a replicated server does not yet (its state
+// machine and replies do not carry an OpPutIf's outcome), a memory-only
+// one decides them in its store under the key's lock.
+func (c *respConn) conditional(what string) bool {
+	if _, ok := c.s.svc.backend.(*replicatedBackend); ok {
+		c.fail("ERR " + what + " needs a conditional write, which a replicated batchkv server does not decide yet")
+		return false
+	}
+	return true
 }
 
 // reply appends the reply of cmd, whose ops the batch has served.
@@ -147,6 +207,30 @@ func (c *respConn) reply(b []byte, cmd respCmd) []byte {
 			b = appendValue(b, ops[i], res[i], cmd.proto)
 		}
 		return b
+	case respSetCond: // SET NX|XX|IFEQ: OK if written, else null
+		switch {
+		case res[0].Status.Applied():
+			return resp.AppendSimple(b, "OK")
+		case res[0].Status.Mismatch():
+			return resp.AppendNull(b, cmd.proto)
+		}
+		return appendOpError(b, ops[0], res[0].Status)
+	case respSetGet: // SET ... GET, GETSET: the value before, or null
+		switch {
+		case res[0].Status.Decided() && res[0].Status.Present():
+			return resp.AppendBulkString(b, res[0].Value)
+		case res[0].Status.Decided():
+			return resp.AppendNull(b, cmd.proto)
+		}
+		return appendOpError(b, ops[0], res[0].Status)
+	case respSetNX: // 1 if written, 0 if not
+		switch {
+		case res[0].Status.Applied():
+			return resp.AppendInt(b, 1)
+		case res[0].Status.Mismatch():
+			return resp.AppendInt(b, 0)
+		}
+		return appendOpError(b, ops[0], res[0].Status)
 	case respSet:
 		for i := range res {
 			if res[i].Status != wire.StatusOK {

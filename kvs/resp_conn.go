@@ -93,6 +93,9 @@ const (
 	respImmediate respKind = iota // answered already, in imm
 	respGet                       // one get: a bulk string or null
 	respSet                       // puts: +OK
+	respSetCond                   // a put-if: +OK if written, else null
+	respSetGet                    // a put-if: the value it replaced, or null
+	respSetNX                     // a put-if: 1 if written, else 0
 	respMGet                      // gets: an array of bulk strings or nulls
 	respDel                       // pairs of get and delete: how many gets found their key
 	respExists                    // gets: how many found their key

@@ -184,6 +184,8 @@ var respCommands = []struct {
 }{
 	{"get", 2, []string{"readonly", "fast"}, 1, 1, 1},
 	{"set", -3, []string{"write", "denyoom"}, 1, 1, 1},
+	{"setnx", 3, []string{"write", "denyoom", "fast"}, 1, 1, 1},
+	{"getset", 3, []string{"write", "denyoom", "fast"}, 1, 1, 1},
 	{"mget", -2, []string{"readonly", "fast"}, 1, -1, 1},
 	{"mset", -3, []string{"write", "denyoom"}, 1, -1, 2},
 	{"del", -2, []string{"write"}, 1, -1, 1},

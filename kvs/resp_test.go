@@ -2,6 +2,7 @@ package kvs_test
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -9,10 +10,13 @@ import (
 	"net"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/batchkv/batchkv/auth"
@@ -83,6 +87,8 @@ func checkCommands(t *testing.T, rc *redis.Client, prefix string) {
 
 	// Unknown commands and refused options leave the connection usable.
 	require.ErrorContains(t, rc.Do(ctx, "FLUSHALL").Err(), "unknown command 'FLUSHALL'")
+	require.ErrorContains(t, rc.Do(ctx, "SET", k(5), "v", "NX", "XX").Err(), "syntax error")
+	require.ErrorContains(t, rc.Do(ctx, "SET", k(5), "v", "IFEQ").Err(), "syntax error")
 	require.ErrorContains(t, rc.Set(ctx, k(5), "v", time.Minute).Err(), "EX is not supported")
 	require.ErrorContains(t, rc.Do(ctx, "SET", k(5), "v", "KEEPTTL").Err(), "KEEPTTL is not supported")
 	require.ErrorContains(t, rc.Do(ctx, "SET", k(5), "v", "BOGUS").Err(), "syntax error")
@@ -134,7 +140,16 @@ func TestRESPCommands(t *testing.T) {
 	}{{"one server", one.addrs[0]}, {"ring", ring.addrs[0]}, {"rf3", rf3.addrs[1]}} {
 		for _, proto := range []int{2, 3} {
 			t.Run(fmt.Sprintf("%s/RESP%d", tc.name, proto), func(t *testing.T) {
-				checkCommands(t, redisClient(t, tc.addr, proto, nil), fmt.Sprintf("%s%d", tc.name, proto))
+				rc := redisClient(t, tc.addr, proto, nil)
+				prefix := fmt.Sprintf("%s%d", tc.name, proto)
+				checkCommands(t, rc, prefix)
+				if tc.name == "rf3" {
+					require.ErrorContains(t, rc.SetNX(t.Context(), prefix+"nx", "v", 0).Err(), "replicated batchkv server does not decide")
+					require.ErrorContains(t, rc.Do(t.Context(), "SET", prefix+"nx", "v", "XX").Err(), "replicated batchkv server does not decide")
+					require.ErrorIs(t, rc.Get(t.Context(), prefix+"nx").Err(), redis.Nil)
+					return
+				}
+				checkConditional(t, rc, prefix)
 			})
 		}
 	}
@@ -266,4 +281,97 @@ func TestRESPIdleConnectionsReaped(t *testing.T) {
 	require.True(t, closed)
 	require.Equal(t, "+PONG\r\n", got)
 	require.Equal(t, uint64(1), srv.Stats().IdleClosed.Load())
+}
+
+// checkConditional runs the conditional writes through rc: SET NX, XX,
+// GET and IFEQ, SETNX and GETSET, each when its condition holds and when
+// it does not.
+func checkConditional(t *testing.T, rc *redis.Client, prefix string) {
+	ctx := t.Context()
+	k := prefix + "-cond"
+	ok, err := rc.SetNX(ctx, k, "a", 0).Result()
+	require.NoError(t, err)
+	require.True(t, ok)
+	ok, err = rc.SetNX(ctx, k, "b", 0).Result()
+	require.NoError(t, err)
+	require.False(t, ok)
+	require.Equal(t, "a", rc.Get(ctx, k).Val())
+	require.ErrorIs(t, rc.Do(ctx, "SET", k, "b", "NX").Err(), redis.Nil)
+	require.NoError(t, rc.Do(ctx, "SET", k, "b", "XX").Err())
+	require.ErrorIs(t, rc.Do(ctx, "SET", k+"x", "b", "XX").Err(), redis.Nil)
+	require.ErrorIs(t, rc.Get(ctx, k+"x").Err(), redis.Nil, "SET XX wrote a missing key")
+	require.Equal(t, "b", rc.Do(ctx, "SET", k, "c", "GET").Val())
+	require.ErrorIs(t, rc.Do(ctx, "SET", k+"y", "c", "GET").Err(), redis.Nil)
+	require.Equal(t, "c", rc.Get(ctx, k+"y").Val())
+	require.Equal(t, "c", rc.GetSet(ctx, k, "d").Val())
+	require.Equal(t, "d", rc.Do(ctx, "SET", k, "e", "NX", "GET").Val())
+	require.Equal(t, "d", rc.Get(ctx, k).Val(), "SET NX GET wrote a present key")
+	require.ErrorIs(t, rc.Do(ctx, "SET", k, "e", "IFEQ", "x").Err(), redis.Nil)
+	require.NoError(t, rc.Do(ctx, "SET", k, "e", "IFEQ", "d").Err())
+	require.Equal(t, "e", rc.Get(ctx, k).Val())
+}
+
+// casCounter has n goroutines each add one to a counter through rc with
+// GET and then write, which returns redis.Nil when its condition did not
+// hold (the goroutine then reads and tries again). All first GETs happen
+// before any write, so a write that ignores its condition loses updates
+// every time. It returns the counter's final value.
+func casCounter(t *testing.T, rc *redis.Client, n int, write func(ctx context.Context, cur int) error) string {
+	ctx := t.Context()
+	require.NoError(t, rc.Set(ctx, "counter", "0", 0).Err())
+	var wg, read sync.WaitGroup
+	var mismatches atomic.Int64
+	read.Add(n)
+	for range n {
+		wg.Go(func() {
+			for first := true; ; first = false {
+				cur, err := rc.Get(ctx, "counter").Int()
+				if first {
+					read.Done()
+					read.Wait()
+				}
+				if !assert.NoError(t, err) {
+					return
+				}
+				err = write(ctx, cur)
+				if err == nil {
+					return
+				}
+				if !assert.ErrorIs(t, err, redis.Nil) {
+					return
+				}
+				mismatches.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("%d increments, %d mismatches retried", n, mismatches.Load())
+	return rc.Get(ctx, "counter").Val()
+}
+
+// TestRESPCompareAndSetUnderContention: 32 goroutines each add one to a
+// counter with GET and SET ... IFEQ; it ends at exactly 32. The same run
+// with a plain SET, the planted bug of a server that ignores IFEQ, ends
+// at 1.
+func TestRESPCompareAndSetUnderContention(t *testing.T) {
+	one := newTestCluster(t, 1, clusterOptions{})
+	ring := newTestCluster(t, 2, clusterOptions{})
+	const n = 32
+	for _, tc := range []struct {
+		name string
+		addr string
+	}{{"one server", one.addrs[0]}, {"ring", ring.addrs[0]}} {
+		t.Run(tc.name, func(t *testing.T) {
+			rc := redis.NewClient(&redis.Options{Addr: tc.addr, PoolSize: n})
+			t.Cleanup(func() { _ = rc.Close() })
+			got := casCounter(t, rc, n, func(ctx context.Context, cur int) error {
+				return rc.Do(ctx, "SET", "counter", cur+1, "IFEQ", cur).Err()
+			})
+			require.Equal(t, fmt.Sprint(n), got)
+			planted := casCounter(t, rc, n, func(ctx context.Context, cur int) error {
+				return rc.Do(ctx, "SET", "counter", cur+1).Err()
+			})
+			require.Equal(t, "1", planted, "the check cannot tell a CAS from a blind write")
+		})
+	}
 }
