@@ -43,7 +43,7 @@ expect '(nil)' set "$KEY:nx" w NX
 expect 'OK' set "$KEY:nx" w XX
 expect '"w"' set "$KEY:nx" u GET
 expect "(error) ERR SET option EX is not supported: keys in batchkv do not expire" set "$KEY" v EX 10
-expect "(error) ERR unknown command 'FLUSHALL', with args beginning with: " flushall
+expect "(error) ERR unknown command 'flushall', with args beginning with: " flushall
 expect $'1) "save"\n2) ""' config get save
 # A session on one connection, read from stdin as redis-cli does when piped.
 got=$(printf 'SET %s piped\nGET %s\nPING\n' "$KEY" "$KEY" | redis-cli -p "$PORT" 2>&1 || true)
