@@ -32,11 +32,11 @@ func (c *respConn) command(args [][]byte) {
 			c.addOps(kind, 1)[0] = op
 		}
 	case "setnx":
-		if c.arity(args, 3, 3) && c.keysOK(args[1:2]) && c.conditional("SETNX") {
+		if c.arity(args, 3, 3) && c.keysOK(args[1:2]) {
 			c.addOps(respSetNX, 1)[0] = wire.Op{Code: wire.OpPutIf, Cond: wire.CondAbsent, Key: string(args[1]), Value: string(args[2])}
 		}
 	case "getset":
-		if c.arity(args, 3, 3) && c.keysOK(args[1:2]) && c.conditional("GETSET") {
+		if c.arity(args, 3, 3) && c.keysOK(args[1:2]) {
 			c.addOps(respSetGet, 1)[0] = wire.Op{Code: wire.OpPutIf, Cond: wire.CondAlways, Key: string(args[1]), Value: string(args[2])}
 		}
 	case "mget":
@@ -121,7 +121,9 @@ func (c *respConn) keysOK(keys [][]byte) bool {
 }
 
 // setOptions reads SET's options: NX, XX and GET make it a conditional
-// write (OpPutIf), as does IFEQ value (Valkey's compare-and-set); the
+// write (OpPutIf, decided where the key is applied: a shard's state
+// machine, or a memory-only store under the key's lock), as does IFEQ
+// value (Valkey's compare-and-set); the
 // options that set an expiry are refused, since batchkv keys do not
 // expire and no option may be silently ignored. It answers an error and
 // returns false when the options are refused.
@@ -158,8 +160,6 @@ func (c *respConn) setOptions(opts [][]byte) (respKind, wire.Op, bool) {
 		return 0, op, false
 	case !nx && !xx && !get && !ifeq:
 		return respSet, op, true
-	case !c.conditional("SET with NX, XX, GET or IFEQ"):
-		return 0, op, false
 	case nx:
 		op.Cond = wire.CondAbsent
 	case xx:
@@ -174,18 +174,6 @@ func (c *respConn) setOptions(opts [][]byte) (respKind, wire.Op, bool) {
 		return respSetGet, op, true
 	}
 	return respSetCond, op, true
-}
-
-// conditional says whether this server decides conditional writes, and
-// answers an error if not: a replicated server does not yet (its state
-// machine and replies do not carry an OpPutIf's outcome), a memory-only
-// one decides them in its store under the key's lock.
-func (c *respConn) conditional(what string) bool {
-	if _, ok := c.s.svc.backend.(*replicatedBackend); ok {
-		c.fail("ERR " + what + " needs a conditional write, which a replicated batchkv server does not decide yet")
-		return false
-	}
-	return true
 }
 
 // reply appends the reply of cmd, whose ops the batch has served.
