@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,12 +18,14 @@ import (
 
 // The life of a connection. The accept loop tracks it (connState) and
 // hands it to handle, which within Config.HandshakeTimeout completes the
-// TLS handshake, when the server has TLS, and reads the 8 bytes that name
-// the protocol:
+// TLS handshake, when the server has TLS, and reads the (at most 8) bytes
+// that name the protocol:
 //
 //   - wire.Preamble: the binary codec, the fast path of the client library;
 //   - replica.Preamble: one shard's Raft traffic, accepted only from a node
 //     certificate that names one of the shard's replicas' hosts;
+//   - RESP, the Redis protocol (resp_conn.go): an array ('*'), or an
+//     inline command (a line, or a word that starts no HTTP request);
 //   - anything else: HTTP, for net/rpc with gob (the course skeleton's
 //     client and the admin RPCs) or garbage, which gets a 400.
 //
@@ -104,16 +107,18 @@ func (s *Server) handle(st *connState) {
 		st.role = auth.RoleOf(st.cert)
 		conn = tc
 	}
-	var head [len(wire.Preamble)]byte
-	n, err := io.ReadFull(conn, head[:])
+	head, err := sniff(conn)
 	_ = st.raw.SetDeadline(time.Time{})
+	n := len(head)
 	switch {
 	case n == 0:
 		s.drop(st)
-	case err == nil && string(head[:]) == replica.Preamble:
+	case err == nil && string(head) == replica.Preamble:
 		s.handleRaft(st, conn)
-	case err == nil && string(head[:]) == wire.Preamble:
+	case err == nil && string(head) == wire.Preamble:
 		s.serveCodec(st, wire.NewServerCodec(conn, nil, s.cfg.FrameTimeout))
+	case isRESP(head):
+		s.serveRESP(st, conn, head)
 	default:
 		// HTTP (the skeleton's net/rpc transport) or garbage, which the
 		// HTTP server answers with 400 and closes.
@@ -122,6 +127,51 @@ func (s *Server) handle(st *connState) {
 			_ = pc.Close()
 		}
 	}
+}
+
+// sniffLen is how many bytes name a protocol: the preambles' length.
+const sniffLen = len(wire.Preamble)
+
+// sniff reads the bytes that name a connection's protocol: sniffLen
+// bytes, or fewer when they are RESP: an array's '*', or an inline
+// command's line (redis-cli's "PING\r\n" is shorter than a preamble).
+// It reads one byte at a time, so that nothing past them is consumed.
+func sniff(conn net.Conn) ([]byte, error) {
+	head := make([]byte, 0, sniffLen)
+	for len(head) < sniffLen {
+		n, err := io.ReadFull(conn, head[len(head):len(head)+1])
+		head = head[:len(head)+n]
+		if err != nil {
+			return head, err
+		}
+		if head[0] == '*' || head[len(head)-1] == '\n' {
+			return head, nil
+		}
+	}
+	return head, nil
+}
+
+// httpMethods open the HTTP requests the port serves (net/rpc's CONNECT,
+// and GET for anything else); an inline RESP command is told from them by
+// the '/' or '*' of a request target after the method.
+var httpMethods = []string{"CONNECT ", "GET ", "HEAD ", "POST ", "PUT ", "DELETE ", "OPTIONS ", "PATCH ", "TRACE "}
+
+// isRESP says whether head, which is no preamble, opens a RESP
+// connection: an array, a line shorter than a preamble, or a command
+// name that is not an HTTP request.
+func isRESP(head []byte) bool {
+	switch {
+	case head[0] == '*' || head[len(head)-1] == '\n':
+		return true
+	case !('a' <= head[0] && head[0] <= 'z' || 'A' <= head[0] && head[0] <= 'Z'):
+		return false
+	}
+	for _, m := range httpMethods {
+		if rest, ok := strings.CutPrefix(string(head), m); ok && (rest == "" || rest[0] == '/' || rest[0] == '*') {
+			return false
+		}
+	}
+	return true
 }
 
 // handleRaft hands a Raft connection to its shard, or closes it with one

@@ -64,7 +64,7 @@ func TestGarbageClosesOnlyThatConnection(t *testing.T) {
 		bytes []byte
 	}{
 		{"random bytes", garbage},
-		{"http nonsense", []byte("HELLO THERE\r\n\r\n")},
+		{"http nonsense", []byte("<HELLO THERE>\r\n\r\n")}, // "HELLO THERE" is RESP's HELLO
 		{"preamble then short frame", append([]byte(wire.Preamble), 3, 0, 0, 0, 1, 2, 3)},
 		{"preamble then oversize frame", append([]byte(wire.Preamble), append(oversize, make([]byte, 9)...)...)},
 		{"preamble then half a frame", append([]byte(wire.Preamble), stalled...)},

@@ -223,6 +223,7 @@ type Server struct {
 	replies    *budget      // value bytes of unwritten replies, server-wide
 	calls      sync.Map     // decoded request arguments -> *call
 	lastDigest atomic.Int64 // unix nanoseconds of the last digest granted without TLS
+	respIDs    atomic.Int64 // the last RESP connection's id (CLIENT ID)
 
 	mu      sync.Mutex
 	ln      net.Listener            // guarded by mu

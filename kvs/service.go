@@ -37,7 +37,13 @@ func (s *Service) callOf(args any) *call {
 
 // BatchOp applies args.Ops in order and answers one result per op.
 func (s *Service) BatchOp(args *wire.BatchArgs, reply *wire.BatchReply) error {
-	cl := s.callOf(args)
+	s.batch(args, reply, s.callOf(args))
+	return nil
+}
+
+// batch serves a batch whose reply values are charged to cl (nil: to
+// nothing): a BatchOp, or a RESP connection's commands.
+func (s *Service) batch(args *wire.BatchArgs, reply *wire.BatchReply, cl *call) {
 	s.stats.recordBatch(len(args.Ops))
 	reply.Results = nil
 	if len(args.Ops) > wire.MaxBatchOps {
@@ -45,15 +51,14 @@ func (s *Service) BatchOp(args *wire.BatchArgs, reply *wire.BatchReply) error {
 		reply.Err = fmt.Sprintf("%d ops in one batch, limit %d", len(args.Ops), wire.MaxBatchOps)
 		s.stats.Rejected.Add(uint64(len(args.Ops)))
 		s.stats.Results[wire.StatusTooLarge].Add(uint64(len(args.Ops)))
-		return nil
+		return
 	}
 	s.backend.batch(args, reply, cl)
 	if reply.Status != wire.StatusOK {
 		s.stats.Results[reply.Status%numStatuses].Add(uint64(len(args.Ops)))
-		return nil
+		return
 	}
 	s.stats.countResults(reply.Results)
-	return nil
 }
 
 // one serves a single op for the legacy RPCs.

@@ -7,7 +7,6 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"github.com/batchkv/batchkv/client"
 	"github.com/batchkv/batchkv/internal/linz"
 )
 
@@ -41,7 +40,7 @@ func checkKeys(n int) []string {
 
 // startCheck starts o.checkClients checking goroutines on cl until stop
 // is closed.
-func startCheck(cl *client.Client, o *options, stop <-chan struct{}) *selfCheck {
+func startCheck(cl batchClient, o *options, stop <-chan struct{}) *selfCheck {
 	c := &selfCheck{o: o, h: linz.NewHistory(), done: make(chan struct{})}
 	go func() {
 		defer close(c.done)

@@ -4,6 +4,12 @@
 //
 //	kvsclient -hosts 127.0.0.1:8080 -workload YCSB-B -secs 30
 //
+// With -protocol resp it speaks RESP instead, each batch one pipeline of
+// GET and SET commands, so the same load runs against Redis, or any
+// server that speaks RESP:
+//
+//	kvsclient -protocol resp -hosts 127.0.0.1:6379 -workload YCSB-B
+//
 // Every second it prints its own throughput and utilization; at the end,
 // "throughput <N> ops/s" and the batch round-trip latency percentiles.
 // With -check, a few more goroutines work on a few hot keys, and
@@ -64,6 +70,7 @@ type options struct {
 	preload    bool
 	seed       uint64
 	codec      string
+	protocol   string
 	conns      int
 	vnodes     int
 	cpuprofile string
@@ -92,6 +99,7 @@ func parse(args []string) (*options, error) {
 	fs.BoolVar(&o.preload, "preload", true, "write every key once before measuring")
 	fs.Uint64Var(&o.seed, "seed", 0, "seed of the workload (0: from the clock); goroutine i uses seed+i")
 	fs.StringVar(&o.codec, "codec", "binary", "wire encoding: binary or gob")
+	fs.StringVar(&o.protocol, "protocol", "batchkv", "batchkv (the client library) or resp: each batch one pipeline of GET/SET on a connection of its own, to any Redis server (or batchkv's RESP)")
 	fs.IntVar(&o.conns, "conns", 2, "TCP connections per server")
 	fs.IntVar(&o.vnodes, "vnodes", 0, "virtual nodes per server; must match the servers' (0: default)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the measured load to this file")
@@ -141,6 +149,9 @@ func parse(args []string) (*options, error) {
 			o.checkHTML = filepath.Join(os.TempDir(), fmt.Sprintf("kvsclient-check-%d.html", os.Getpid()))
 		}
 	}
+	if o.protocol != "batchkv" && o.protocol != "resp" {
+		return nil, fmt.Errorf("-protocol %q: want batchkv or resp", o.protocol)
+	}
 	if _, err := workload.ReadFraction(o.workload); err != nil {
 		return nil, err
 	}
@@ -155,24 +166,19 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "config hosts=%s workload=%s theta=%v secs=%d numClients=%d batchSize=%d records=%d valueBytes=%d codec=%s conns=%d tls=%t seed=%d check=%t\n",
-		strings.Join(o.hosts, ","), o.workload, o.theta, o.secs, o.numClients, o.batchSize, o.records, o.valueBytes, o.codec, o.conns, o.tls != nil, o.seed, o.check)
-	cfg := client.Config{Servers: o.hosts, Codec: o.codec, ConnsPerServer: o.conns, VirtualNodes: o.vnodes, TLS: o.tls}
-	if l, err := (client.Admin{TLS: o.tls}).Discover(o.hosts[0], 5*time.Second); tlsflags.IsMismatch(err) {
-		return err
-	} else if err != nil {
-		fmt.Fprintf(stdout, "layout: %s did not answer (%v); routing over -hosts\n", o.hosts[0], err)
-	} else if l.Shards > 0 {
-		cfg.Servers, cfg.Shards, cfg.Replicas, cfg.VirtualNodes = l.Servers, l.Shards, l.Replicas, l.VirtualNodes
-		fmt.Fprintf(stdout, "layout replicated servers=%s shards=%d rf=%d\n", strings.Join(l.Servers, ","), l.Shards, l.Replicas)
-	}
-	cl, err := client.New(cfg)
+	fmt.Fprintf(stdout, "config hosts=%s workload=%s theta=%v secs=%d numClients=%d batchSize=%d records=%d valueBytes=%d protocol=%s codec=%s conns=%d tls=%t seed=%d check=%t\n",
+		strings.Join(o.hosts, ","), o.workload, o.theta, o.secs, o.numClients, o.batchSize, o.records, o.valueBytes, o.protocol, o.codec, o.conns, o.tls != nil, o.seed, o.check)
+	cl, err := newClient(o, stdout)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
 	if o.syncOps > 0 {
-		return syncLatency(ctx, cl, o.syncOps, strings.Repeat("v", o.valueBytes), stdout)
+		lib, ok := cl.(*client.Client)
+		if !ok {
+			return errors.New("-sync-ops needs -protocol batchkv (for RESP, redis-benchmark -c 1 -P 1 measures lone commands)")
+		}
+		return syncLatency(ctx, lib, o.syncOps, strings.Repeat("v", o.valueBytes), stdout)
 	}
 	if o.preload {
 		start := time.Now()
@@ -195,13 +201,32 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	return measure(ctx, cl, o, stdout)
 }
 
+// newClient returns the client of o.protocol: over RESP, a respClient of
+// the hosts; else the client library, with the layout the first host
+// answers.
+func newClient(o *options, stdout io.Writer) (batchClient, error) {
+	if o.protocol == "resp" {
+		return newRESPClient(o.hosts, o.tls), nil
+	}
+	cfg := client.Config{Servers: o.hosts, Codec: o.codec, ConnsPerServer: o.conns, VirtualNodes: o.vnodes, TLS: o.tls}
+	if l, err := (client.Admin{TLS: o.tls}).Discover(o.hosts[0], 5*time.Second); tlsflags.IsMismatch(err) {
+		return nil, err
+	} else if err != nil {
+		fmt.Fprintf(stdout, "layout: %s did not answer (%v); routing over -hosts\n", o.hosts[0], err)
+	} else if l.Shards > 0 {
+		cfg.Servers, cfg.Shards, cfg.Replicas, cfg.VirtualNodes = l.Servers, l.Shards, l.Replicas, l.VirtualNodes
+		fmt.Fprintf(stdout, "layout replicated servers=%s shards=%d rf=%d\n", strings.Join(l.Servers, ","), l.Shards, l.Replicas)
+	}
+	return client.New(cfg)
+}
+
 // preloadBatch is the batch size of the preload, whatever -batchSize is,
 // so that a sweep's small batches do not make loading slow.
 const preloadBatch = 8192
 
 // preload writes every key once, in batches of preloadBatch, from up to
 // numClients goroutines.
-func preload(ctx context.Context, cl *client.Client, o *options) error {
+func preload(ctx context.Context, cl batchClient, o *options) error {
 	keys := workload.Keys(o.records)
 	value := workload.Value(o.valueBytes, o.seed)
 	var next atomic.Uint64
@@ -265,7 +290,7 @@ func quantiles(h *latency.Histogram) string {
 }
 
 // measure runs the load for o.secs and prints the results.
-func measure(ctx context.Context, cl *client.Client, o *options, stdout io.Writer) error {
+func measure(ctx context.Context, cl batchClient, o *options, stdout io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(o.secs)*time.Second)
 	defer cancel()
 	var check *selfCheck
