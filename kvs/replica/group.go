@@ -131,6 +131,9 @@ type Group struct {
 	suspect   chan struct{} // an inbound Raft connection ended
 	logs      raftStore
 	log       *slog.Logger
+	// disk watches the space of this server's data dir and its peers'
+	// (nil: replicas in memory).
+	disk *diskWatch
 
 	// readyTerm is the term in which this replica, as leader, has applied
 	// every entry committed before it: reads are served only in that term.
@@ -172,6 +175,8 @@ type groupConfig struct {
 	// known), for the commit gate.
 	requestTime func() time.Duration
 	log         *slog.Logger
+	// disk watches the server's data dir (nil with dir "").
+	disk *diskWatch
 }
 
 // openStores returns the replica's log and snapshot stores: files in
@@ -183,10 +188,15 @@ func openStores(gc groupConfig, hlog hclog.Logger) (raftStore, raft.SnapshotStor
 	if err := os.MkdirAll(gc.dir, dataDirMode); err != nil {
 		return nil, nil, fmt.Errorf("replica: shard %d data dir: %w", gc.shard, err)
 	}
-	logs, err := openLogStore(gc.dir, gc.logFormat, gc.noSync, hlog)
+	if err := roomForLog(gc.dir); err != nil {
+		return nil, nil, fmt.Errorf("replica: shard %d: %w", gc.shard, err)
+	}
+	reopen := func() (raftStore, error) { return openLogStore(gc.dir, gc.logFormat, gc.noSync, hlog) }
+	inner, err := reopen()
 	if err != nil {
 		return nil, nil, fmt.Errorf("replica: shard %d log: %w", gc.shard, err)
 	}
+	logs := raftStore(newSpaceLog(inner, gc.dir, gc.disk, reopen, gc.log.With("shard", gc.shard)))
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(gc.dir, snapshotsRetained, hlog)
 	if err != nil {
 		_ = closeLogStore(logs)
@@ -200,7 +210,7 @@ func openGroup(gc groupConfig) (g *Group, err error) {
 		log: gc.log.With("shard", gc.shard), notify: make(chan bool, 16),
 		observed: make(chan raft.Observation, 64), stop: make(chan struct{}), dial: gc.dial,
 		heartbeat: gc.timing.HeartbeatTimeout, timing: gc.timing.Failover.WithDefaults(), peerStat: gc.peerStat,
-		suspect: make(chan struct{}, 1)}
+		suspect: make(chan struct{}, 1), disk: gc.disk}
 	g.SetPlacement(gc.replicas)
 	g.lease.on, g.lease.dur, g.lease.base = gc.leases, gc.timing.LeaseRead, time.Now()
 	g.gate.limit, g.gate.requestTime = gc.timing.CommitWindow, gc.requestTime
@@ -224,6 +234,7 @@ func openGroup(gc groupConfig) (g *Group, err error) {
 	g.transport = newPreVoteGuard(raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: g.stream, MaxPool: transportPool, MaxRPCsInFlight: rpcsInFlight, Timeout: transportTimeout, Logger: hlog,
 	}))
+	g.transport.mayStand = g.mayStand
 	defer func() {
 		if err != nil {
 			_ = g.transport.Close()
@@ -273,7 +284,8 @@ func openGroup(gc groupConfig) (g *Group, err error) {
 		g.wg.Add(1)
 		go g.leadFirst()
 	}
-	g.wg.Add(4)
+	g.wg.Add(5)
+	go g.watchDisk()
 	go g.watchLeadership()
 	go g.watchHandBack()
 	go g.watchLeaderDeath()
@@ -429,7 +441,8 @@ type Written struct {
 // Write replicates one encoded batch (wire.AppendBatchArgs of its ops,
 // session and sequence number) and waits until it is committed and
 // applied. It returns ErrNotLeader when the entry was certainly not
-// appended, and another error when its fate is unknown.
+// appended, ErrNoSpace when it was not because a majority of the shard's
+// disks are full, and another error when its fate is unknown.
 //
 // Once Write returns nil, the entry was committed by this replica as
 // leader, and applied here with everything before it: like ReadBarrier,
@@ -440,6 +453,9 @@ func (g *Group) Write(entry []byte, timeout time.Duration) (Written, error) {
 	var term uint64
 	if g.lease.on {
 		start, term = g.lease.now(), g.raft.CurrentTerm()
+	}
+	if err := g.refuseWrite(); err != nil {
+		return Written{}, err
 	}
 	var f raft.ApplyFuture
 	if err := g.append(func() raft.Future { f = g.raft.Apply(entry, timeout); return f }); err != nil {
