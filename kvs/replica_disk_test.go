@@ -254,3 +254,58 @@ func TestReplicatedDiskFullCheckCatchesHandBackToFull(t *testing.T) {
 	require.True(t, run.fullLed || run.maxGap >= maxFullGap,
 		"the planted hand-back to a full replica went unnoticed: longest gap %v", run.maxGap)
 }
+
+// TestReplicatedDiskFullMajority: the data dirs of two servers of three
+// fill. Writes then fail fast with StatusNoSpace, reads are served, and
+// once space returns writes succeed again, every replica catches up, and
+// no acknowledged write is lost.
+func TestReplicatedDiskFullMajority(t *testing.T) {
+	disks := map[int]*smallDisk{}
+	c := newReplCluster(t, 3, 3, 3, func(c *replCluster) {
+		c.prepareDir = func(i int, dir string) {
+			if i > 0 {
+				disks[i] = mountSmallDisk(t, dir, diskSize)
+			}
+		}
+	})
+	cl := c.client(t)
+	w := startWrites(t, cl, "maj")
+	time.Sleep(time.Second)
+	// Below the reserve, above the half of it where the log stores
+	// refuse commands: the leaders learn of the full disks before the
+	// entries they have sent are refused.
+	for _, d := range disks {
+		d.fillTo(48 << 20)
+	}
+	for i := range disks {
+		require.Eventually(t, func() bool { d := c.diskOf(i); return d != nil && d.Full }, 2*time.Second, 20*time.Millisecond)
+	}
+	// Writes fail fast with StatusNoSpace.
+	require.Eventually(t, func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.statuses[wire.StatusNoSpace] > 0
+	}, 5*time.Second, 20*time.Millisecond, "no write was refused for want of space")
+	w.halt()
+	ops := []wire.Op{{Code: wire.OpPut, Key: "nospace", Value: "x"}}
+	for range 5 {
+		start := time.Now()
+		res, err := cl.Do(context.Background(), ops)
+		require.NoError(t, err)
+		require.Equal(t, wire.StatusNoSpace, res[0].Status)
+		require.Less(t, time.Since(start), 500*time.Millisecond, "a write to a shard without space took long to fail")
+	}
+	// Reads are served.
+	w.checkNoneLost(t, cl)
+
+	for _, d := range disks {
+		d.emptyFiller()
+	}
+	require.Eventually(t, func() bool {
+		res, err := cl.Do(context.Background(), ops)
+		return err == nil && res[0].Status == wire.StatusOK
+	}, 10*time.Second, 50*time.Millisecond, "writes never succeeded again once space returned")
+	require.Eventually(t, c.caughtUp, 30*time.Second, 100*time.Millisecond, "the replicas never caught up")
+	w.checkNoneLost(t, cl)
+	t.Logf("majority full: statuses %v", w.statuses)
+}
