@@ -131,6 +131,25 @@ func (c *replCluster) diskOf(i int) *wire.DiskStats {
 	return st.Disk
 }
 
+// diskMetric returns server i's metric name (of its data dir).
+func (c *replCluster) diskMetric(i int, name string) float64 {
+	c.t.Helper()
+	c.mu.Lock()
+	srv := c.servers[i]
+	c.mu.Unlock()
+	fams, err := srv.Metrics().Gather()
+	require.NoError(c.t, err)
+	for _, f := range fams {
+		for _, m := range f.GetMetric() {
+			if f.GetName() == name && len(m.GetLabel()) == 1 && m.GetLabel()[0].GetValue() == c.dirs[i] {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	c.t.Fatalf("server %d has no %s", i, name)
+	return 0
+}
+
 // leads reports whether server i leads some shard.
 func (c *replCluster) leads(i int) bool {
 	st, err := c.status(i)
@@ -171,16 +190,17 @@ func (c *replCluster) caughtUp() bool {
 // fullReplicaRun is what the client and the cluster did while one
 // server's disk was full.
 type fullReplicaRun struct {
-	maxGap    time.Duration // longest time without an acknowledged batch
-	handOver  time.Duration // from the fill until the full server led nothing
-	fullLed   bool          // the full server led a shard after handing over
-	catchUp   time.Duration // from freeing the disk until every replica was equal
-	notFullOK bool          // the server reported its disk full, then not full
+	maxGap   time.Duration // longest time without an acknowledged batch
+	handOver time.Duration // from the fill until the full server led nothing
+	fullLed  bool          // the full server led a shard after handing over
+	catchUp  time.Duration // from freeing the disk until every replica was equal
 }
 
 // runFullReplica fills the disk of server 2 of three (RF=3, three shards:
 // it is the preferred leader of one, and leads it) under a write load for
-// faultFor, then frees it, and reports what happened.
+// faultFor, then frees it, and reports what happened. A leader considers
+// handing leadership back every 2 s, once it has led for a tick or more:
+// a fault of 5 s sees at least one such decision.
 func runFullReplica(t *testing.T, faultFor time.Duration) fullReplicaRun {
 	var disk *smallDisk
 	c := newReplCluster(t, 3, 3, 3, func(c *replCluster) {
@@ -208,6 +228,8 @@ func runFullReplica(t *testing.T, faultFor time.Duration) fullReplicaRun {
 	require.Eventually(t, func() bool { return !c.leads(2) }, 5*time.Second, 10*time.Millisecond,
 		"the full server kept its leadership")
 	run.handOver = time.Since(from)
+	require.Equal(t, 1.0, c.diskMetric(2, "batchkv_disk_full"))
+	require.Less(t, c.diskMetric(2, "batchkv_disk_free_bytes"), float64(64<<20))
 	for end := from.Add(faultFor); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
 		run.fullLed = run.fullLed || c.leads(2)
 	}
@@ -216,7 +238,7 @@ func runFullReplica(t *testing.T, faultFor time.Duration) fullReplicaRun {
 	disk.emptyFiller()
 	freed := time.Now()
 	require.Eventually(t, func() bool { d := c.diskOf(2); return d != nil && !d.Full }, 2*time.Second, 20*time.Millisecond)
-	run.notFullOK = true
+	require.Equal(t, 0.0, c.diskMetric(2, "batchkv_disk_full"))
 	w.halt()
 	require.Eventually(t, c.caughtUp, 30*time.Second, 100*time.Millisecond, "the full replica never caught up")
 	run.catchUp = time.Since(freed)
@@ -238,7 +260,7 @@ const maxFullGap = 600 * time.Millisecond
 // the disk is freed the replica catches up by itself (equal digests), and
 // no acknowledged write is lost.
 func TestReplicatedDiskFullFollower(t *testing.T) {
-	run := runFullReplica(t, 3500*time.Millisecond)
+	run := runFullReplica(t, 5*time.Second)
 	require.Less(t, run.handOver, time.Second)
 	require.False(t, run.fullLed, "the full server was handed leadership")
 	require.Less(t, run.maxGap, maxFullGap)
@@ -250,7 +272,7 @@ func TestReplicatedDiskFullFollower(t *testing.T) {
 func TestReplicatedDiskFullCheckCatchesHandBackToFull(t *testing.T) {
 	replica.SetHandBackToFullForTest(true)
 	defer replica.SetHandBackToFullForTest(false)
-	run := runFullReplica(t, 3500*time.Millisecond)
+	run := runFullReplica(t, 5*time.Second)
 	require.True(t, run.fullLed || run.maxGap >= maxFullGap,
 		"the planted hand-back to a full replica went unnoticed: longest gap %v", run.maxGap)
 }
