@@ -41,6 +41,9 @@ type ClusterConfig struct {
 	// TLS makes every connection mutual TLS: a CA and certificates are
 	// made under Dir/certs.
 	TLS bool
+	// SmallDisks, when set, mounts a tmpfs of that many bytes on every
+	// server's data dir (diskfull.go), so a scenario can fill one.
+	SmallDisks int64
 }
 
 // Cluster is n kvsserver processes on loopback, every shard replicated on
@@ -56,6 +59,8 @@ type Cluster struct {
 	// nil without.
 	ClientTLS *tls.Config
 	tlsArgs   []string // the servers' TLS flags
+
+	mounted []string // the data dirs with a tmpfs of mountSmallDisks
 
 	mu      sync.Mutex
 	procs   []*exec.Cmd // nil while a server is down
@@ -99,6 +104,12 @@ func StartCluster(cfg ClusterConfig) (*Cluster, error) {
 		_ = ln.Close()
 	}
 	held = nil
+	if cfg.SmallDisks > 0 {
+		if err := c.mountSmallDisks(); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
 	for i := range cfg.Servers {
 		if err := c.Start(i); err != nil {
 			c.Close()
@@ -268,6 +279,7 @@ func (c *Cluster) Close() {
 		}()
 	}
 	wg.Wait()
+	c.unmountSmallDisks()
 	if c.Links != nil {
 		c.Links.Close()
 	}

@@ -176,7 +176,7 @@ func Run(opt Options) (*Result, error) {
 	}
 	r.opt.RF = opt.RF
 	r.c, err = StartCluster(ClusterConfig{Bin: opt.Bin, Dir: opt.Dir, Servers: opt.Servers, Spares: opt.Spares, RF: opt.RF,
-		Shards: opt.Shards, Args: opt.ServerArgs, TLS: opt.TLS, DataRoot: opt.DataRoot})
+		Shards: opt.Shards, Args: opt.ServerArgs, TLS: opt.TLS, DataRoot: opt.DataRoot, SmallDisks: smallDisks[opt.Scenario]})
 	if err != nil {
 		return nil, err
 	}

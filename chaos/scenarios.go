@@ -29,6 +29,7 @@ var scenarios = map[string]scenario{
 	"pause":          {"SIGSTOP the leader past the election timeout, then SIGCONT", pause},
 	"rebalance":      {"add a 4th server to 3 and rebalance onto it, then remove one of the first 3 (RF=3, 12 shards)", rebalance},
 	"move-killed":    {"kill -9 the destination of a shard move while it catches up, then the source of another, its shard's leader, once the destination votes", killedMidMove},
+	"disk-full":      {"a follower's data dir (a tmpfs) filled below its reserve under the load, freed after the fault", diskFull},
 	"random":         {"a random fault every interval, healed before the next (Jepsen's shape), moves of a replica to a spare server among them", random},
 }
 

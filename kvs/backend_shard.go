@@ -2,6 +2,7 @@ package kvs
 
 import (
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/batchkv/batchkv/internal/planted"
@@ -142,6 +143,10 @@ func (b *replicatedBackend) serveShard(g *replica.Group, args *wire.BatchArgs, r
 	entry := wire.AppendBatchArgs(make([]byte, 0, wire.BatchArgsBound(p.entry)), &wire.BatchArgs{Session: args.Session, Seq: args.Seq, Ops: p.entry})
 	w, err := g.Write(entry, replica.ApplyTimeout)
 	switch {
+	case errors.Is(err, replica.ErrNoSpace):
+		b.noSpace(g, ops, p, results)
+		b.serveReads(g.Store(), ops, p, results, cl)
+		return
 	case errors.Is(err, replica.ErrNotLeader):
 		reply.Leader = leaderAfter(g, err)
 		b.answerAll(p, results, wire.StatusNotLeader)
@@ -195,6 +200,33 @@ func (b *replicatedBackend) serveShard(g *replica.Group, args *wire.BatchArgs, r
 	}
 	b.stats.add(&b.stats.Gets, gets)
 	b.serveReads(g.Store(), ops, p, results, cl)
+}
+
+// noSpace answers the writes of a batch whose shard has no space with
+// StatusNoSpace, and readies all its gets to be read from the store
+// after a barrier (those after a write of their key in the batch read the
+// value the write would have replaced: it was not applied). If the
+// barrier fails, every op gets StatusNoSpace or StatusNotLeader.
+func (b *replicatedBackend) noSpace(g *replica.Group, ops []wire.Op, p *shardPlan, results []wire.Result) {
+	gets := len(p.readAt) + len(p.riding) + len(p.shadow)
+	if gets > 0 && g.ReadBarrier() != nil {
+		b.answerAll(p, results, wire.StatusNoSpace)
+		p.readAt = nil
+		return
+	}
+	for _, i := range p.writeAt {
+		if ops[i].Code != wire.OpGet {
+			results[i] = wire.Result{Status: wire.StatusNoSpace}
+		}
+	}
+	for _, l := range p.riding {
+		p.readAt = append(p.readAt, int32(l.at))
+	}
+	for _, l := range p.shadow {
+		p.readAt = append(p.readAt, int32(l.at))
+	}
+	slices.Sort(p.readAt)
+	p.readAt = slices.Compact(p.readAt)
 }
 
 // plantedOwner reports whether the bug planted by SetServeByMapForTest

@@ -20,6 +20,9 @@ func (s *Server) Metrics() *prometheus.Registry {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		newStatsCollector(&s.stats),
 	)
+	if rb, ok := s.svc.backend.(*replicatedBackend); ok {
+		reg.MustRegister(newDiskCollector(rb.set.Disk))
+	}
 	return reg
 }
 

@@ -52,6 +52,9 @@ type replCluster struct {
 	readMode   string
 	plantLease time.Duration
 	logger     *slog.Logger
+	// prepareDir, when set, readies server i's data dir before it first
+	// starts (a test mounts a small file system on it).
+	prepareDir func(i int, dir string)
 	// With withTLS: every server's identity, the clients', and the one
 	// that may change membership.
 	nodeID, clientID, adminID *auth.Identity
@@ -90,6 +93,9 @@ func newReplCluster(t *testing.T, n, rf, shards int, opts ...func(*replCluster))
 		held = append(held, ln)
 		c.addrs = append(c.addrs, ln.Addr().String())
 		c.dirs = append(c.dirs, t.TempDir())
+		if c.prepareDir != nil {
+			c.prepareDir(len(c.dirs)-1, c.dirs[len(c.dirs)-1])
+		}
 	}
 	c.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {

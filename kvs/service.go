@@ -112,6 +112,12 @@ func (s *Service) Status(req *wire.StatusRequest, resp *wire.StatusReply) error 
 	s.callOf(req)
 	resp.Layout = s.currentLayout()
 	resp.Self = s.self
+	if rb, ok := s.backend.(*replicatedBackend); ok {
+		resp.Disk = rb.set.Disk()
+	}
+	if req.DiskOnly {
+		return nil
+	}
 	resp.Shards = s.backend.shards(req.Digest)
 	if s.node != nil {
 		resp.Node = s.node()

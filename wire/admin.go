@@ -45,6 +45,9 @@ type StatusRequest struct {
 	// Digest asks for each shard's content digest, which reads the whole
 	// shard: for checks after a run, not for polling under load.
 	Digest bool
+	// DiskOnly asks for the server's Disk alone (no shards, no counters):
+	// the leaders' cheap poll of their peers' disks.
+	DiskOnly bool
 }
 
 // StatusReply is a server's view of the shards it replicates.
@@ -56,6 +59,20 @@ type StatusReply struct {
 	// answered; two replies a second apart give its rates (kvsctl top).
 	// Nil from servers older than this field.
 	Node *NodeStats
+	// Disk is the space of the server's data dir; nil from a server that
+	// keeps its replicas in memory, or is older than this field.
+	Disk *DiskStats
+}
+
+// DiskStats is the space of a server's data dir at one instant.
+type DiskStats struct {
+	Dir   string
+	Free  uint64 // bytes free to the server's user
+	Total uint64 // bytes of the file system
+	// Full says the server takes no more log entries: its free space fell
+	// below Reserve, and has not yet risen back above twice that.
+	Full    bool
+	Reserve uint64
 }
 
 // NodeStats is a server's cumulative counters and its process's resource

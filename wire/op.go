@@ -62,6 +62,9 @@ const (
 	// Cond); the op was not applied.
 	StatusMismatch         Status = 10 // Key is present: Result.Value is its current value
 	StatusMismatchNotFound Status = 11 // Key is absent
+	// StatusNoSpace answers a write to a shard a majority of whose
+	// replicas have full disks; not applied (reads are still served).
+	StatusNoSpace Status = 12
 )
 
 // String names the status for logs and errors.
@@ -91,6 +94,8 @@ func (s Status) String() string {
 		return "condition not met"
 	case StatusMismatchNotFound:
 		return "condition not met (key absent)"
+	case StatusNoSpace:
+		return "no space"
 	default:
 		return fmt.Sprintf("status(%d)", uint8(s))
 	}

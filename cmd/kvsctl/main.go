@@ -197,12 +197,14 @@ func status(admin client.Admin, cfg client.Config, timeout time.Duration, stdout
 	}
 	fmt.Fprintf(stdout, "%d servers, %d shards, RF %d\n", len(cfg.Servers), cfg.Shards, cfg.Replicas)
 	var rows []row
+	var disks []serverDisk
 	for _, srv := range cfg.Servers {
 		st, err := admin.Status(srv, wire.StatusRequest{}, timeout)
 		if err != nil {
 			fmt.Fprintf(stdout, "%s: unreachable (%v)\n", srv, err)
 			continue
 		}
+		disks = append(disks, serverDisk{server: srv, disk: st.Disk})
 		for _, s := range st.Shards {
 			rows = append(rows, row{server: srv, ShardStatus: s})
 		}
@@ -223,7 +225,11 @@ func status(admin client.Admin, cfg client.Config, timeout time.Duration, stdout
 		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", r.Shard, r.server, r.State, r.Leader,
 			r.Term, r.LastIndex, r.Commit, r.Applied, r.Snapshot, r.Keys, pref)
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout)
+	return writeDisks(stdout, disks)
 }
 
 type row struct {

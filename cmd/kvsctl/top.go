@@ -133,8 +133,8 @@ func rates(a, b nodeSample) (nodeRates, bool) {
 
 // The node table's columns, after the node's name.
 var (
-	topHeadings = []string{"OPS/S", "GET/S", "PUT/S", "CPU%", "RSS_MIB", "RX_MIB/S", "TX_MIB/S", "CONNS", "REDIR/S", "ERR/S"}
-	topWidths   = []int{10, 10, 9, 6, 8, 9, 9, 6, 8, 6}
+	topHeadings = []string{"OPS/S", "GET/S", "PUT/S", "CPU%", "RSS_MIB", "RX_MIB/S", "TX_MIB/S", "CONNS", "REDIR/S", "ERR/S", "DISK_FREE"}
+	topWidths   = []int{10, 10, 9, 6, 8, 9, 9, 6, 8, 6, 10}
 )
 
 // add adds r's rates to t's.
@@ -187,10 +187,10 @@ func writeTop(w io.Writer, prev, cur []nodeSample, shards bool) error {
 			row(c.addr, "(restarted or first sample)")
 			continue
 		}
-		row(c.addr, r.cells()...)
+		row(c.addr, append(r.cells(), diskCell(c.st.Disk))...)
 		total.add(r)
 	}
-	row("total", total.cells()...)
+	row("total", append(total.cells(), "")...)
 	if !shards {
 		return nil
 	}

@@ -64,7 +64,7 @@ func TestVerifyNamesTheReplicaThatDiffers(t *testing.T) {
 	}
 	hosts := strings.Join(addrs, ",")
 	var out bytes.Buffer
-	require.NoError(t, run([]string{"-hosts", hosts, "verify", "-within", "20s"}, &out), out.String())
+	require.NoError(t, run([]string{"-hosts", hosts, "verify", "-within", "20s"}, &out, io.Discard), out.String())
 	require.Contains(t, out.String(), "all 1 shards: every replica has the same content")
 
 	// Server 0 leads (the preferred replica), so 1 is a follower.
@@ -86,7 +86,7 @@ func TestVerifyNamesTheReplicaThatDiffers(t *testing.T) {
 	defer bugswitch.NoStartupCheck.Store(false)
 	start(1)
 	out.Reset()
-	err = run([]string{"-hosts", hosts, "verify", "-within", "20s"}, &out)
+	err = run([]string{"-hosts", hosts, "verify", "-within", "20s"}, &out, io.Discard)
 	require.Error(t, err, out.String())
 	require.Contains(t, out.String(), addrs[1]+" ")
 	require.Regexp(t, addrs[1]+` [0-9a-f]{16}/3 keys DIFFERS`, out.String())

@@ -130,6 +130,9 @@ type Group struct {
 	suspect   chan struct{} // an inbound Raft connection ended
 	logs      raftStore
 	log       *slog.Logger
+	// disk watches the space of this server's data dir and its peers'
+	// (nil: replicas in memory).
+	disk *diskWatch
 
 	// readyTerm is the term in which this replica, as leader, has applied
 	// every entry committed before it: reads are served only in that term.
@@ -177,6 +180,8 @@ type groupConfig struct {
 	// runs (a log entry or snapshot read for a follower); nil ignores it.
 	damaged func(error)
 	log     *slog.Logger
+	// disk watches the server's data dir (nil with dir "").
+	disk *diskWatch
 }
 
 // openStores returns the replica's log and snapshot stores: files in
@@ -188,21 +193,35 @@ func openStores(gc groupConfig, hlog hclog.Logger) (raftStore, raft.SnapshotStor
 	if err := mkdirAllDurable(gc.dir, dataDirMode); err != nil {
 		return nil, nil, fmt.Errorf("replica: shard %d data dir: %w", gc.shard, err)
 	}
-	logs, err := openCheckedLog(gc.dir, gc.logFormat, gc.noSync, hlog)
+	if err := roomForLog(gc.dir); err != nil {
+		return nil, nil, fmt.Errorf("replica: shard %d: %w", gc.shard, err)
+	}
+	checked, err := openCheckedLog(gc.dir, gc.logFormat, gc.noSync, hlog)
 	if err != nil {
 		return nil, nil, fmt.Errorf("replica: shard %d log: %w", gc.shard, err)
 	}
 	snaps, err := openSnapshots(gc.dir, snapshotsRetained, hlog)
 	if err != nil {
-		_ = closeLogStore(logs)
+		_ = closeLogStore(checked)
 		return nil, nil, fmt.Errorf("replica: shard %d snapshots: %w", gc.shard, err)
 	}
-	if err := checkReplicaData(gc.dir, logs, snaps); err != nil {
-		kept := keepState(logs)
-		_ = closeLogStore(logs)
+	if err := checkReplicaData(gc.dir, checked, snaps); err != nil {
+		kept := keepState(checked)
+		_ = closeLogStore(checked)
 		return nil, nil, &damagedError{shard: gc.shard, err: err, kept: kept}
 	}
-	logs.setOnCorrupt(gc.damaged)
+	checked.setOnCorrupt(gc.damaged)
+	// A log sealed for want of space is reopened, checksums and all, once
+	// space returns (spacelog.go).
+	reopen := func() (raftStore, error) {
+		l, err := openCheckedLog(gc.dir, gc.logFormat, gc.noSync, hlog)
+		if err != nil {
+			return nil, err
+		}
+		l.setOnCorrupt(gc.damaged)
+		return l, nil
+	}
+	logs := raftStore(newSpaceLog(checked, gc.dir, gc.disk, reopen, gc.log.With("shard", gc.shard)))
 	return logs, &checkedSnapshots{SnapshotStore: snaps, onCorrupt: gc.damaged}, nil
 }
 
@@ -211,7 +230,7 @@ func openGroup(gc groupConfig) (g *Group, err error) {
 		log: gc.log.With("shard", gc.shard), notify: make(chan bool, 16),
 		observed: make(chan raft.Observation, 64), stop: make(chan struct{}), dial: gc.dial,
 		heartbeat: gc.timing.HeartbeatTimeout, timing: gc.timing.Failover.WithDefaults(), peerStat: gc.peerStat,
-		suspect: make(chan struct{}, 1)}
+		suspect: make(chan struct{}, 1), disk: gc.disk}
 	g.SetPlacement(gc.replicas)
 	g.lease.on, g.lease.dur, g.lease.base = gc.leases, gc.timing.LeaseRead, time.Now()
 	g.gate.limit, g.gate.requestTime = gc.timing.CommitWindow, gc.requestTime
@@ -243,6 +262,7 @@ func openGroup(gc groupConfig) (g *Group, err error) {
 	g.transport = newPreVoteGuard(raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: g.stream, MaxPool: transportPool, MaxRPCsInFlight: rpcsInFlight, Timeout: transportTimeout, Logger: hlog,
 	}))
+	g.transport.mayStand = g.mayStand
 	defer func() {
 		if err != nil {
 			_ = g.transport.Close()
@@ -297,7 +317,8 @@ func openGroup(gc groupConfig) (g *Group, err error) {
 		g.wg.Add(1)
 		go g.watchRebuild(rebuildTo)
 	}
-	g.wg.Add(4)
+	g.wg.Add(5)
+	go g.watchDisk()
 	go g.watchLeadership()
 	go g.watchHandBack()
 	go g.watchLeaderDeath()
@@ -453,7 +474,8 @@ type Written struct {
 // Write replicates one encoded batch (wire.AppendBatchArgs of its ops,
 // session and sequence number) and waits until it is committed and
 // applied. It returns ErrNotLeader when the entry was certainly not
-// appended, and another error when its fate is unknown.
+// appended, ErrNoSpace when it was not because a majority of the shard's
+// disks are full, and another error when its fate is unknown.
 //
 // Once Write returns nil, the entry was committed by this replica as
 // leader, and applied here with everything before it: like ReadBarrier,
@@ -464,6 +486,9 @@ func (g *Group) Write(entry []byte, timeout time.Duration) (Written, error) {
 	var term uint64
 	if g.lease.on {
 		start, term = g.lease.now(), g.raft.CurrentTerm()
+	}
+	if err := g.refuseWrite(); err != nil {
+		return Written{}, err
 	}
 	var f raft.ApplyFuture
 	if err := g.append(func() raft.Future { f = g.raft.Apply(entry, timeout); return f }); err != nil {

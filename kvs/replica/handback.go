@@ -18,6 +18,7 @@ func (g *Group) watchHandBack() {
 	defer tick.Stop()
 	preferred := g.Placement()[0]
 	hb := failover.NewHandBack(g.self, preferred, g.timing)
+	var full fullPreferred
 	for {
 		select {
 		case <-g.stop:
@@ -34,6 +35,10 @@ func (g *Group) watchHandBack() {
 				// A move changed the preferred replica: start afresh.
 				preferred = p
 				hb = failover.NewHandBack(g.self, preferred, g.timing)
+				full = fullPreferred{}
+			}
+			if full.hold(g, hb, preferred, now) {
+				continue
 			}
 			if !hb.Tick(now, g.raft.State() == raft.Leader) {
 				continue

@@ -26,9 +26,13 @@ type preVoteGuard struct {
 	// abstain, when set and true, refuses every vote, pre-vote and
 	// TimeoutNow: a replica being rebuilt must not vote.
 	abstain func() bool
-	stop    chan struct{}
-	once    sync.Once
-	wg      sync.WaitGroup
+	// mayStand, when set, says whether this replica may stand for
+	// election (diskfull.go): if not, it refuses TimeoutNow, and its
+	// vote requests fail.
+	mayStand func() bool
+	stop     chan struct{}
+	once     sync.Once
+	wg       sync.WaitGroup
 }
 
 func newPreVoteGuard(t *raft.NetworkTransport) *preVoteGuard {
@@ -59,6 +63,10 @@ func (t *preVoteGuard) start(stands func(), voteRequest func(*raft.RequestVoteRe
 			}
 			switch req := rpc.Command.(type) {
 			case *raft.TimeoutNowRequest:
+				if t.mayStand != nil && !t.mayStand() {
+					rpc.Respond(nil, errFullNoStand)
+					continue
+				}
 				stands()
 			case *raft.RequestVoteRequest:
 				voteRequest(req)

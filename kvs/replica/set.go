@@ -114,6 +114,9 @@ type Set struct {
 	mu     sync.Mutex // opens, closes, map adoption
 	metaMu sync.Mutex // serializes CommitMap
 	closed bool       // guarded by mu
+	// disk watches the data dir's space and the peers' (diskspace.go);
+	// nil without a data dir.
+	disk *diskWatch
 }
 
 // mapFile is the file in the data dir that keeps the last map a server
@@ -176,6 +179,13 @@ func Open(cfg Config) (*Set, error) {
 		return nil, err
 	}
 	s.m.Store(m)
+	if cfg.DataDir != "" {
+		d, err := startDiskWatch(cfg.DataDir, diskReserve, cfg.Logger, cfg.PeerStatus, s.peers)
+		if err != nil {
+			return nil, err
+		}
+		s.disk = d
+	}
 	groups := make([]*Group, m.Shards+1)
 	s.groups.Store(&groups)
 	s.mu.Lock()
@@ -271,7 +281,7 @@ func (s *Set) openLocked(sh int, replicas []string, join bool) error {
 	var opened atomic.Pointer[Group]
 	g, err := s.openOrRebuild(groupConfig{
 		shard: sh, self: c.Self, replicas: replicas, join: join, dir: dir,
-		noSync: c.NoSync, logFormat: c.LogFormat, timing: c.Timing, dial: c.Dial, peerStat: c.PeerStatus,
+		noSync: c.NoSync, logFormat: c.LogFormat, timing: c.Timing, dial: c.Dial, peerStat: c.PeerStatus, disk: s.disk,
 		newStore: c.NewStore, sessionTT: c.SessionTTL, leases: c.LeaseReads, requestTime: c.RequestTime, log: c.Logger,
 		damaged: func(err error) { go s.damaged(sh, opened.Load(), err) },
 	})
@@ -386,5 +396,6 @@ func (s *Set) closeLocked() error {
 			errs = append(errs, g.close())
 		}
 	}
+	s.disk.close()
 	return errors.Join(errs...)
 }
