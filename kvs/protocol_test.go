@@ -84,7 +84,10 @@ func TestGarbageClosesOnlyThatConnection(t *testing.T) {
 			require.Equal(t, "yes", v)
 		})
 	}
-	require.GreaterOrEqual(t, c.servers[0].Stats().BadConns.Load(), uint64(3))
+	// The server counts a bad connection as it drops it, which may be
+	// just after the client sees it closed.
+	require.Eventually(t, func() bool { return c.servers[0].Stats().BadConns.Load() >= 3 },
+		2*time.Second, 10*time.Millisecond, "bad connections counted: %d", c.servers[0].Stats().BadConns.Load())
 }
 
 // TestMalformedBodyKeepsConnection: a well-framed request whose body does
