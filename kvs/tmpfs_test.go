@@ -70,10 +70,3 @@ func (d *smallDisk) emptyFiller() {
 	d.t.Helper()
 	require.NoError(d.t, os.Remove(filepath.Join(d.dir, "filler")))
 }
-
-// grow remounts the disk with size bytes.
-func (d *smallDisk) grow(size int64) {
-	d.t.Helper()
-	out, err := exec.Command("mount", "-o", fmt.Sprintf("remount,size=%d", size), d.dir).CombinedOutput()
-	require.NoError(d.t, err, "remount: %s", out)
-}
