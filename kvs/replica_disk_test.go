@@ -309,7 +309,14 @@ func TestReplicatedDiskFullMajority(t *testing.T) {
 		return w.statuses[wire.StatusNoSpace] > 0
 	}, 5*time.Second, 20*time.Millisecond, "no write was refused for want of space")
 	w.halt()
+	// Each shard's leader learns of the full disks on its own poll, so a
+	// write to another shard may still be taken (by replicas above the
+	// half of the reserve) for a moment.
 	ops := []wire.Op{{Code: wire.OpPut, Key: "nospace", Value: "x"}}
+	require.Eventually(t, func() bool {
+		res, err := cl.Do(context.Background(), ops)
+		return err == nil && res[0].Status == wire.StatusNoSpace
+	}, 5*time.Second, 20*time.Millisecond, "a write to the shard of \"nospace\" was never refused for want of space")
 	for range 5 {
 		start := time.Now()
 		res, err := cl.Do(context.Background(), ops)
