@@ -221,7 +221,11 @@ func openStores(gc groupConfig, hlog hclog.Logger) (raftStore, raft.SnapshotStor
 		l.setOnCorrupt(gc.damaged)
 		return l, nil
 	}
-	logs := raftStore(newSpaceLog(checked, gc.dir, gc.disk, reopen, gc.log.With("shard", gc.shard)))
+	lg := gc.log
+	if lg == nil {
+		lg = slog.New(slog.DiscardHandler)
+	}
+	logs := raftStore(newSpaceLog(checked, gc.dir, gc.disk, reopen, lg.With("shard", gc.shard)))
 	return logs, &checkedSnapshots{SnapshotStore: snaps, onCorrupt: gc.damaged}, nil
 }
 
