@@ -33,6 +33,7 @@
 // after a cut (POSIX allows it; a journalling filesystem shows one).
 //
 // Mounting needs root and /dev/fuse (go-fuse mounts directly, without
-// fusermount). Use [MountForTest] in tests: it mounts under t.TempDir and
-// unmounts in t.Cleanup, also when the test fails.
+// fusermount). Use [MountForTest] in tests: it mounts under t.TempDir,
+// served by a child process ([ChildFS] says why), and unmounts in
+// t.Cleanup, also when the test fails.
 package powercut

@@ -17,14 +17,31 @@ func Available() string {
 	return ""
 }
 
-// MountForTest mounts a filesystem under t.TempDir and unmounts it in
+// MountForTest mounts a filesystem under t.TempDir, served by a child
+// process (see [ChildFS] for why not this one), and unmounts it in
 // t.Cleanup (also when the test fails). It skips the test when the machine
 // has no FUSE or the test does not run as root.
-func MountForTest(t testing.TB, mode Mode) *FS {
+func MountForTest(t testing.TB, mode Mode) *ChildFS {
 	t.Helper()
-	return mountForTest(t, mode, bugs{})
+	if why := Available(); why != "" {
+		t.Skip(why)
+	}
+	dir, backing := t.TempDir(), t.TempDir()
+	c, err := MountInChild(dir, backing, mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Unmount(); err != nil {
+			t.Error(err)
+		}
+	})
+	return c
 }
 
+// mountForTest mounts a filesystem with planted bugs in this process, for
+// the filesystem's own tests, which reach it only through system calls
+// (never through a memory map, which could hang the process; see ChildFS).
 func mountForTest(t testing.TB, mode Mode, b bugs) *FS {
 	t.Helper()
 	if why := Available(); why != "" {

@@ -21,7 +21,7 @@ import (
 // step as it was before (no directory sync), which the same check must
 // catch: that shows the check can fail and that the fix matters.
 
-func cutPower(t *testing.T, fs *powercut.FS) {
+func cutPower(t *testing.T, fs *powercut.ChildFS) {
 	t.Helper()
 	rep, err := fs.Cut()
 	require.NoError(t, err)
@@ -29,7 +29,6 @@ func cutPower(t *testing.T, fs *powercut.FS) {
 }
 
 func TestPowerCutKeepsSavedMap(t *testing.T) {
-	skipInProcessFUSEUnderShort(t)
 	layout, err := shard.New([]string{"a:1", "b:1", "c:1"}, 3, 3, 0)
 	require.NoError(t, err)
 	m := shard.Initial(layout, 0)
@@ -74,7 +73,6 @@ func TestPowerCutKeepsSavedMap(t *testing.T) {
 }
 
 func TestPowerCutKeepsRemovedReplicaRemoved(t *testing.T) {
-	skipInProcessFUSEUnderShort(t)
 	for _, c := range []struct {
 		name   string
 		remove func(dir string) error
@@ -105,7 +103,6 @@ func TestPowerCutKeepsRemovedReplicaRemoved(t *testing.T) {
 // reopens it: the term must be there, in both formats, with and without
 // -unsafe-nosync.
 func TestPowerCutKeepsTermAndVote(t *testing.T) {
-	skipInProcessFUSEUnderShort(t)
 	for _, format := range []LogFormat{LogWAL, LogBolt} {
 		for _, noSync := range []bool{false, true} {
 			name := string(format)
@@ -137,7 +134,6 @@ func TestPowerCutKeepsTermAndVote(t *testing.T) {
 // store (the planted case) never syncs the snapshot's directory, so the
 // snapshot is gone after a cut on a strict POSIX filesystem.
 func TestPowerCutKeepsSnapshot(t *testing.T) {
-	skipInProcessFUSEUnderShort(t)
 	for _, c := range []struct {
 		name  string
 		open  func(base string) (raft.SnapshotStore, error)
@@ -182,17 +178,5 @@ func TestPowerCutKeepsSnapshot(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, payload, got)
 		})
-	}
-}
-
-// skipInProcessFUSEUnderShort skips a test that serves its power-cut mount
-// in its own process under -short (CI runs -race -short): there a thread
-// faulting on a file of the mount that Raft's log maps can wait on the
-// FUSE server of the same process, and the test hung once under -race.
-// The full go test ./... runs these tests.
-func skipInProcessFUSEUnderShort(t *testing.T) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("serves a FUSE mount in-process; skipped under -short (see skipInProcessFUSEUnderShort)")
 	}
 }
