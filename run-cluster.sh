@@ -81,7 +81,7 @@ report.txt, and util.csv / util.png: every node's per-second ops/s, CPU %,
 RSS and network rates, as a table and a plot); logs/latest points at the
 newest run. On this machine each server's PID is in
 logs/latest/pids/server-<host:port>.pid while the run lasts: to stop one
-(say, after 'kvsctl remove-server'), kill "$(cat logs/latest/pids/server-127.0.0.1:8080.pid)".
+(say, after 'kvsctl remove-server'), kill "\$(cat logs/latest/pids/server-127.0.0.1:8080.pid)".
 
 The result: the report's last line, "total <N> op/s", the sum of each
 server's median ops/s. The clients' "throughput" lines before it are their
