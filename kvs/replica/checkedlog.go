@@ -234,3 +234,14 @@ func (c *checkedLog) verifyAll() (allChecked bool, err error) {
 
 // Close closes the log store under the checks.
 func (c *checkedLog) Close() error { return closeLogStore(c.raftStore) }
+
+// IsMonotonic implements raft.MonotonicLogStore: it passes on what the
+// store under it says. Raft then drops the whole log when it installs a
+// snapshot past it, which raft-wal needs (it takes no entry after a gap).
+func (c *checkedLog) IsMonotonic() bool { return isMonotonic(c.raftStore) }
+
+// isMonotonic reports whether s is a raft.MonotonicLogStore that says so.
+func isMonotonic(s raftStore) bool {
+	m, ok := s.(raft.MonotonicLogStore)
+	return ok && m.IsMonotonic()
+}

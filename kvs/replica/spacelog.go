@@ -66,6 +66,14 @@ func hasCommand(logs []*raft.Log) bool {
 	return false
 }
 
+// IsMonotonic implements raft.MonotonicLogStore: it passes on what the
+// store under it says (see checkedLog.IsMonotonic).
+func (s *spaceLog) IsMonotonic() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return isMonotonic(s.inner)
+}
+
 // StoreLog implements raft.LogStore.
 func (s *spaceLog) StoreLog(l *raft.Log) error { return s.StoreLogs([]*raft.Log{l}) }
 
