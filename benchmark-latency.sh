@@ -55,13 +55,9 @@ for n in "$ROUNDS" "$OPS" "$PORT" "$REDIS_PORT"; do
     [[ $n =~ ^[1-9][0-9]*$ ]] || { echo "not a positive number: $n (see --help)" >&2; exit 2; }
 done
 
-if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null; then
-    echo "installing redis-server from Debian's packages"
-    SUDO=""
-    [[ $(id -u) == 0 ]] || SUDO=sudo
-    $SUDO apt-get update -q
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q redis-server
-fi
+# shellcheck source=lib/redis.sh
+source "$ROOT/lib/redis.sh"
+redis_install redis-server
 
 OUT="${OUT:-$ROOT/logs/latency-$(date +%Y%m%d-%H%M%S)}"
 mkdir -p "$OUT"
@@ -71,59 +67,31 @@ echo "rounds=$ROUNDS ops=$OPS port=$PORT redis_port=$REDIS_PORT value_bytes=128"
 echo "redis: $(redis-server --version)"
 echo "results: $OUT"
 
-PIDS=()
-cleanup() {
-    local pid
-    for pid in "${PIDS[@]}"; do
-        if kill -0 "$pid" 2>/dev/null; then
-            kill "$pid" 2>/dev/null || true
-            wait "$pid" 2>/dev/null || true
-        fi
-    done
-    PIDS=()
-}
-trap cleanup EXIT
+trap procs_stop EXIT
 trap 'exit 130' INT TERM
 
 (cd "$ROOT" && go build -o bin/ ./cmd/kvsserver ./cmd/kvsclient)
 
-# wait_port PORT: until something listens on 127.0.0.1:PORT (10 s at most).
-wait_port() {
-    for _ in $(seq 100); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-        sleep 0.1
-    done
-    echo "nothing listens on 127.0.0.1:$1 after 10 s" >&2
-    return 1
-}
-
 # redis_round ROUND: Redis's p50 and p99 of lone SETs and GETs.
 redis_round() {
     local round=$1
-    redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
-        > "$OUT/redis-server-$round.log" 2>&1 &
-    PIDS+=($!)
-    wait_port "$REDIS_PORT"
-    # The keys redis-benchmark -r draws from, key:000000000000 .., loaded
-    # first so that every GET finds a 128-byte value.
-    awk -v n="$OPS" 'BEGIN { v = ""; for (i = 0; i < 128; i++) v = v "v";
-        for (i = 0; i < n; i++) { k = sprintf("key:%012d", i);
-            printf "*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$128\r\n%s\r\n", length(k), k, v } }' |
-        redis-cli -p "$REDIS_PORT" --pipe > "$OUT/redis-load-$round.log"
+    redis_start "$REDIS_PORT" "$OUT/redis-server-$round.log"
+    # The keys first, so that every GET finds a 128-byte value.
+    redis_load "$REDIS_PORT" "$OPS" > "$OUT/redis-load-$round.log"
     redis-benchmark -p "$REDIS_PORT" -c 1 -P 1 -t set,get -n "$OPS" -r "$OPS" -d 128 --csv \
         > "$OUT/redis-benchmark-$round.csv"
     # "SET","rps","avg","min","p50","p95","p99","max" in milliseconds.
     awk -F, -v r="$round" 'NR > 1 { gsub(/"/, ""); t = tolower($1);
         printf "%s,redis,%s,%.1f,%.1f\n", r, t, $5 * 1000, $7 * 1000 }' \
         "$OUT/redis-benchmark-$round.csv" | sed 's/,redis,set,/,redis,put,/' >> "$CSV"
-    cleanup
+    procs_stop
 }
 
 # batchkv_round ROUND: kvsclient -sync-ops against one server.
 batchkv_round() {
     local round=$1
     "$ROOT/bin/kvsserver" -host 127.0.0.1 -port "$PORT" > "$OUT/kvsserver-$round.log" 2>&1 &
-    PIDS+=($!)
+    procs_add "$!"
     wait_port "$PORT"
     "$ROOT/bin/kvsclient" -hosts "127.0.0.1:$PORT" -sync-ops "$OPS" -valueBytes 128 \
         > "$OUT/kvsclient-$round.txt" 2>&1 || { tail -5 "$OUT/kvsclient-$round.txt" >&2; exit 1; }
@@ -138,7 +106,7 @@ batchkv_round() {
         $1 == "sync" { name = ($4 == "Do") ? "batchkv" : "batchkv-auto"
             printf "%s,%s,%s,%.1f,%.1f\n", r, name, $2, us($8), us($12) }' \
         "$OUT/kvsclient-$round.txt" >> "$CSV"
-    cleanup
+    procs_stop
 }
 
 for round in $(seq "$ROUNDS"); do

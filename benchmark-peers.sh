@@ -66,13 +66,9 @@ for n in "$ROUNDS" "$SECS" "$RECORDS" "$REQUESTS" "$REDIS_PORT" "$PORT"; do
     [[ $n =~ ^[1-9][0-9]*$ ]] || { echo "not a positive number: $n" >&2; exit 2; }
 done
 
-if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null; then
-    echo "installing redis-server from Debian's packages"
-    SUDO=""
-    [[ $(id -u) == 0 ]] || SUDO=sudo
-    $SUDO apt-get update -q
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q redis-server
-fi
+# shellcheck source=lib/redis.sh
+source "$ROOT/lib/redis.sh"
+redis_install redis-server
 
 OUT="${OUT:-$ROOT/logs/peers-$(date +%Y%m%d-%H%M%S)}"
 mkdir -p "$OUT"
@@ -83,19 +79,8 @@ echo "rounds=$ROUNDS secs=$SECS records=$RECORDS requests=$REQUESTS depths=\"$DE
 echo "redis: $(redis-server --version)"
 echo "results: $OUT"
 
-REDIS_PID=""
-cleanup() {
-    if [[ -n $REDIS_PID ]] && kill -0 "$REDIS_PID" 2>/dev/null; then
-        kill "$REDIS_PID" 2>/dev/null || true
-        wait "$REDIS_PID" 2>/dev/null || true
-    fi
-}
-trap cleanup EXIT
+trap procs_stop EXIT
 trap 'exit 130' INT TERM
-
-# cpu_ticks PID: user+system clock ticks of a live process.
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-TICKS=$(getconf CLK_TCK)
 
 (cd "$ROOT" && go build -o bin/ ./cmd/...)
 
@@ -124,42 +109,23 @@ ours() {
 redis_round() {
     local round=$1
     echo "round $round: redis"
-    redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
-        > "$OUT/redis-server-$round.log" 2>&1 &
-    REDIS_PID=$!
-    for _ in $(seq 50); do
-        redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break
-        sleep 0.1
-    done
-    # The keys redis-benchmark -r draws from: key:000000000000 .. with 128-byte values.
-    awk -v n="$RECORDS" 'BEGIN { v = ""; for (i = 0; i < 128; i++) v = v "v";
-        for (i = 0; i < n; i++) { k = sprintf("key:%012d", i);
-            printf "*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$128\r\n%s\r\n", length(k), k, v } }' |
-        redis-cli -p "$REDIS_PORT" --pipe > "$OUT/redis-load-$round.log"
-    local test depth best bestdepth rps t0 t1 c0 c1 scpu ccpu out
+    redis_start "$REDIS_PORT" "$OUT/redis-server-$round.log"
+    redis_load "$REDIS_PORT" "$RECORDS" > "$OUT/redis-load-$round.log"
+    local test depth best bestdepth rps scpu ccpu
     for test in get set; do
         best=0; bestdepth=0; scpu=0; ccpu=0
         for depth in $DEPTHS; do
-            c0=$(cpu_ticks "$REDIS_PID"); t0=$(date +%s.%N)
-            # times prints the shell's and then its children's user/system seconds.
-            out=$( { redis-benchmark -h 127.0.0.1 -p "$REDIS_PORT" -t "$test" -r "$RECORDS" \
-                        -d 128 -P "$depth" -n "$REQUESTS" --csv; times; } 2>&1 )
-            t1=$(date +%s.%N); c1=$(cpu_ticks "$REDIS_PID")
-            rps=$(echo "$out" | awk -F'"' -v t="${test^^}" '$2 == t {printf "%.0f", $4}')
-            [[ -n $rps ]] || { echo "redis-benchmark gave no figure:"; echo "$out"; exit 1; } >&2
-            local child
-            child=$(echo "$out" | tail -1 | awk '{gsub(/[ms]/, " "); print $1*60 + $2 + $3*60 + $4}')
+            redis_bench "$REDIS_PID" "$REDIS_PORT" "$test" -r "$RECORDS" -d 128 -P "$depth" -n "$REQUESTS"
+            rps=$(printf '%.0f' "$BENCH_RPS")
             echo "  ${test^^} -P $depth: $rps ops/s"
             if (( rps > best )); then
                 best=$rps; bestdepth=$depth
-                read -r scpu ccpu < <(awk -v c0="$c0" -v c1="$c1" -v hz="$TICKS" -v t0="$t0" -v t1="$t1" \
-                    -v child="$child" 'BEGIN { w = t1 - t0; printf "%.1f %.1f\n", (c1 - c0) / hz / w * 100, child / w * 100 }')
+                scpu=$(printf '%.1f' "$BENCH_SERVER_CPU"); ccpu=$(printf '%.1f' "$BENCH_GEN_CPU")
             fi
         done
         echo "$round,redis,${test^^},$best,$scpu,$ccpu,$bestdepth" >> "$CSV"
     done
-    cleanup
-    REDIS_PID=""
+    procs_stop
 }
 
 for round in $(seq "$ROUNDS"); do

@@ -66,14 +66,9 @@ for n in "$ROUNDS" "$RECORDS" "$REQUESTS" "$SECS" "$LONE" "$PORT"; do
     [[ $n =~ ^[1-9][0-9]*$ ]] || { echo "not a positive number: $n" >&2; exit 2; }
 done
 
-if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null ||
-    ! command -v redis-cli >/dev/null || ! { /usr/bin/python3 -c 'import redis' || python3 -c 'import redis'; } 2>/dev/null; then
-    echo "installing redis-server, redis-tools and python3-redis from Debian's packages"
-    SUDO=""
-    [[ $(id -u) == 0 ]] || SUDO=sudo
-    $SUDO apt-get update -q
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q redis-server redis-tools python3-redis
-fi
+# shellcheck source=lib/redis.sh
+source "$ROOT/lib/redis.sh"
+redis_install redis-server redis-tools python3-redis
 
 # Debian's python3-redis is in the system's python, which another python3
 # first on the PATH may not see.
@@ -91,78 +86,29 @@ echo "rounds=$ROUNDS records=$RECORDS requests=$REQUESTS secs=$SECS lone=$LONE p
 echo "redis: $(redis-server --version)"
 echo "results: $OUT"
 
-PIDS=()
-cleanup() {
-    local pid
-    for pid in "${PIDS[@]}"; do
-        if kill -0 "$pid" 2>/dev/null; then
-            kill "$pid" 2>/dev/null || true
-            wait "$pid" 2>/dev/null || true
-        fi
-    done
-    PIDS=()
-}
-trap cleanup EXIT
+trap procs_stop EXIT
 trap 'exit 130' INT TERM
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-TICKS=$(getconf CLK_TCK)
-
 (cd "$ROOT" && go build -o bin/ ./cmd/kvsserver ./cmd/kvsclient)
-
-wait_port() {
-    local _
-    for _ in $(seq 100); do
-        redis-cli -p "$1" ping >/dev/null 2>&1 && return 0
-        sleep 0.1
-    done
-    echo "nothing answers on port $1" >&2
-    exit 1
-}
 
 # start_kvs: one memory-only batchkv server on KVS; sets KVS_PID.
 start_kvs() {
     "$ROOT/bin/kvsserver" -port "$KVS" > "$OUT/kvsserver.log" 2>&1 &
     KVS_PID=$!
-    PIDS+=("$KVS_PID")
-    wait_port "$KVS"
-}
-
-# start_redis: redis-server on REDIS, persistence off; sets REDIS_PID.
-start_redis() {
-    redis-server --port "$REDIS" --bind 127.0.0.1 --save '' --appendonly no > "$OUT/redis-server.log" 2>&1 &
-    REDIS_PID=$!
-    PIDS+=("$REDIS_PID")
-    wait_port "$REDIS"
-}
-
-# load PORT: the keys redis-benchmark -r draws from (key:000000000000 ..)
-# with 128-byte values, through redis-cli --pipe.
-load() {
-    awk -v n="$RECORDS" 'BEGIN { v = ""; for (i = 0; i < 128; i++) v = v "v";
-        for (i = 0; i < n; i++) { k = sprintf("key:%012d", i);
-            printf "*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$128\r\n%s\r\n", length(k), k, v } }' |
-        redis-cli -p "$1" --pipe | tail -1
+    procs_add "$KVS_PID"
+    redis_wait "$KVS"
 }
 
 # bench ROUND SYSTEM PORT PID TEST ARGS...: one redis-benchmark run, its
 # rps, p50, p99, the server's and its own CPU, into the CSV.
 bench() {
-    local round=$1 system=$2 port=$3 pid=$4 test=$5
+    local round=$1 system=$2 port=$3 pid=$4 test=$5 scpu gcpu
     shift 5
-    local c0 c1 t0 t1 out line child
-    c0=$(cpu_ticks "$pid"); t0=$(date +%s.%N)
-    out=$( { redis-benchmark -h 127.0.0.1 -p "$port" -t "$test" "$@" --csv; times; } 2>&1 )
-    t1=$(date +%s.%N); c1=$(cpu_ticks "$pid")
-    line=$(echo "$out" | awk -F'"' -v t="${test^^}" '$2 == t {print $4, $10, $14}')
-    [[ -n $line ]] || { echo "redis-benchmark gave no figure:"; echo "$out"; exit 1; } >&2
-    child=$(echo "$out" | tail -1 | awk '{gsub(/[ms]/, " "); print $1*60 + $2 + $3*60 + $4}')
-    read -r rps p50 p99 <<< "$line"
-    read -r scpu gcpu < <(awk -v c0="$c0" -v c1="$c1" -v hz="$TICKS" -v t0="$t0" -v t1="$t1" -v child="$child" \
-        'BEGIN { w = t1 - t0; printf "%.0f %.0f\n", (c1 - c0) / hz / w * 100, child / w * 100 }')
+    redis_bench "$pid" "$port" "$test" "$@"
+    scpu=$(printf '%.0f' "$BENCH_SERVER_CPU"); gcpu=$(printf '%.0f' "$BENCH_GEN_CPU")
     printf '  %-8s %-4s %s: %.0f ops/s p50 %s ms p99 %s ms, server cpu %s%%, redis-benchmark cpu %s%%\n' \
-        "$system" "${test^^}" "$*" "$rps" "$p50" "$p99" "$scpu" "$gcpu"
-    echo "$round,$system,${test^^}${BENCH_TAG:-},${rps%.*},$scpu,$gcpu,$p50,$p99" >> "$CSV"
+        "$system" "${test^^}" "$*" "$BENCH_RPS" "$BENCH_P50" "$BENCH_P99" "$scpu" "$gcpu"
+    echo "$round,$system,${test^^}${BENCH_TAG:-},${BENCH_RPS%.*},$scpu,$gcpu,$BENCH_P50,$BENCH_P99" >> "$CSV"
 }
 
 echo
@@ -173,14 +119,14 @@ CHECKS=ok
 cat "$OUT/redis-cli-session.txt"
 "$PY" "$ROOT/lib/resp_check.py" "$KVS" > "$OUT/redis-py.txt" 2>&1 || CHECKS=FAILED
 cat "$OUT/redis-py.txt"
-cleanup
+procs_stop
 
 echo
 echo "== 2. redis-benchmark -P 256 -c 50 -d 128 -r $RECORDS, batchkv (RF=1) and redis, alternated"
 start_kvs
-start_redis
-echo "  loaded batchkv: $(load "$KVS")"
-echo "  loaded redis:   $(load "$REDIS")"
+redis_start "$REDIS" "$OUT/redis-server.log"
+echo "  loaded batchkv: $(redis_load "$KVS" "$RECORDS" | tail -1)"
+echo "  loaded redis:   $(redis_load "$REDIS" "$RECORDS" | tail -1)"
 PIPE=(-P 256 -c 50 -d 128 -r "$RECORDS" -n "$REQUESTS")
 for round in $(seq "$ROUNDS"); do
     for test in get set; do
@@ -211,7 +157,7 @@ ycsb() {
 ycsb redis "$REDIS" resp
 ycsb batchkv "$KVS" resp
 ycsb batchkv "$KVS" batchkv
-cleanup
+procs_stop
 
 echo
 echo "== 4. RF=3 (three servers, fsync on), redis-benchmark -P 256 -c 50 against one of them"
@@ -220,21 +166,21 @@ RF3_PID=""
 for i in 11 12 13; do
     "$ROOT/bin/kvsserver" -port $((PORT + i)) -peers "$PEERS" -rf 3 -data-dir "$OUT/rf3-data/$i" \
         > "$OUT/rf3-server-$i.log" 2>&1 &
-    PIDS+=("$!")
+    procs_add "$!"
     [[ -n $RF3_PID ]] || RF3_PID=$!
 done
-wait_port $((PORT + 11))
+redis_wait $((PORT + 11))
 for _ in $(seq 100); do
     [[ $(redis-cli -p $((PORT + 11)) set rf3probe ok 2>/dev/null) == OK ]] && break
     sleep 0.2
 done
-echo "  loaded rf3: $(load $((PORT + 11)))"
+echo "  loaded rf3: $(redis_load $((PORT + 11)) "$RECORDS" | tail -1)"
 BENCH_TAG=" rf3"
 for test in get set; do
     bench 1 batchkv-rf3 $((PORT + 11)) "$RF3_PID" "$test" "${PIPE[@]}"
 done
 BENCH_TAG=""
-cleanup
+procs_stop
 
 # The table: medians over rounds, and ratios.
 awk -F, 'NR > 1 { k = $2 "," $3; v[k] = v[k] " " $4; s[k] = s[k] " " $5; g[k] = g[k] " " $6;
