@@ -7,6 +7,7 @@ import (
 	"net/rpc"
 	"time"
 
+	"github.com/batchkv/batchkv/internal/rpcdial"
 	"github.com/batchkv/batchkv/wire"
 )
 
@@ -20,15 +21,11 @@ type Admin struct {
 
 // Dial connects to the admin RPCs of the server at addr within timeout.
 func (a Admin) Dial(addr string, timeout time.Duration) (*rpc.Client, error) {
-	conn, err := dialConn(context.Background(), addr, timeout, a.TLS)
+	conn, err := rpcdial.Dial(context.Background(), addr, timeout, a.TLS)
 	if err != nil {
 		return nil, err
 	}
-	cl, err := newHTTPClient(conn, addr, timeout)
-	if err != nil && a.TLS == nil {
-		err = classifyPlainError(err, addr, timeout)
-	}
-	return cl, err
+	return rpcdial.HTTPClient(conn, addr, timeout, a.TLS != nil)
 }
 
 // Discover asks the server at addr how the cluster places keys and

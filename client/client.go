@@ -25,13 +25,10 @@ package client
 
 import (
 	"context"
-	"crypto/tls"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -39,122 +36,6 @@ import (
 	"github.com/batchkv/batchkv/shard"
 	"github.com/batchkv/batchkv/wire"
 )
-
-// Config configures a Client. Zero fields take the defaults given.
-type Config struct {
-	// Servers are the servers' host:port addresses. Required. To route
-	// directly, list the same servers as the servers' -peers flag.
-	Servers []string
-	// VirtualNodes per server on the ring; must match the servers'. Zero
-	// means ring.DefaultVirtualNodes.
-	VirtualNodes int
-	// ConnsPerServer is the number of TCP connections to each server.
-	// Default 2.
-	ConnsPerServer int
-	// Codec is "binary" (default) or "gob" (net/rpc's own encoding over its
-	// HTTP transport; slower, kept for comparison).
-	Codec string
-	// DialTimeout bounds connecting to a server. Default 2s.
-	DialTimeout time.Duration
-	// MaxBatchOps is the size at which the auto-batcher of Get, Put and
-	// Delete sends a server's pending batch. Default 1024; at most
-	// wire.MaxBatchOps.
-	MaxBatchOps int
-	// Linger bounds how long an op of Get, Put or Delete waits behind
-	// batches in flight before its batch is sent, full or not. An op that
-	// finds no batch in flight to its server is sent at once. Default
-	// 100µs.
-	Linger time.Duration
-	// MaxInFlight bounds the auto-batcher's batches in flight per server;
-	// when reached, further batches wait (flow control). Default 8.
-	MaxInFlight int
-	// BatchTimeout bounds one auto-batched RPC, whose ops may come from
-	// callers with different contexts. Default 10s.
-	BatchTimeout time.Duration
-	// FailureThreshold is the number of consecutive failed calls (cannot
-	// connect, connection broken, no reply before the caller's deadline)
-	// after which a server is marked unhealthy: it gets no calls, and its
-	// ops fail at once with ErrUnavailable, until a probe succeeds.
-	// Default 3.
-	FailureThreshold int
-	// Cooldown is how long an unhealthy server waits for its first probe;
-	// each failed probe doubles it, up to MaxCooldown. Defaults 500ms, 5s.
-	Cooldown    time.Duration
-	MaxCooldown time.Duration
-
-	// Shards, when positive, says the cluster is replicated: keys map to
-	// this many shards, each replicated on Replicas servers (package
-	// shard). Both must match the servers' flags; Discover reads them
-	// from a server. Zero Shards means the memory-only cluster, where keys
-	// map to servers directly.
-	Shards   int
-	Replicas int
-	// Map, when set (Discover sets it), is a replicated cluster's shard
-	// map to route with from the start. Nil means the initial placement
-	// of Servers, which the client replaces with the servers' map on the
-	// first redirect.
-	Map *wire.Layout
-	// AttemptTimeout bounds one attempt of a replicated batch, so that a
-	// leader that went silent (partitioned, paused) is given up and the
-	// next replica tried. Default 5s.
-	AttemptTimeout time.Duration
-
-	// TLS, when set, makes every connection TLS with this configuration
-	// (auth.Identity.ClientConfig gives one for a cluster's certificates);
-	// its ServerName defaults to the host of each server's address. Nil
-	// means plaintext.
-	TLS *tls.Config
-}
-
-func (c *Config) validate() error {
-	if len(c.Servers) == 0 {
-		return errors.New("client: Config.Servers is empty")
-	}
-	if c.ConnsPerServer == 0 {
-		c.ConnsPerServer = 2
-	}
-	if c.DialTimeout == 0 {
-		c.DialTimeout = 2 * time.Second
-	}
-	if c.MaxBatchOps == 0 {
-		c.MaxBatchOps = 1024
-	}
-	if c.Linger == 0 {
-		c.Linger = 100 * time.Microsecond
-	}
-	if c.MaxInFlight == 0 {
-		c.MaxInFlight = 8
-	}
-	if c.BatchTimeout == 0 {
-		c.BatchTimeout = 10 * time.Second
-	}
-	if c.FailureThreshold == 0 {
-		c.FailureThreshold = 3
-	}
-	if c.Cooldown == 0 {
-		c.Cooldown = 500 * time.Millisecond
-	}
-	if c.MaxCooldown == 0 {
-		c.MaxCooldown = 5 * time.Second
-	}
-	c.MaxCooldown = max(c.MaxCooldown, c.Cooldown)
-	if c.Shards > 0 && c.Replicas == 0 {
-		c.Replicas = 1
-	}
-	if c.AttemptTimeout == 0 {
-		c.AttemptTimeout = 5 * time.Second
-	}
-	switch {
-	case c.ConnsPerServer < 0, c.MaxInFlight < 0, c.DialTimeout < 0, c.Linger < 0, c.BatchTimeout < 0,
-		c.FailureThreshold < 0, c.Cooldown < 0, c.Shards < 0, c.Replicas < 0, c.AttemptTimeout < 0:
-		return errors.New("client: negative Config field")
-	case c.MaxBatchOps < 0 || c.MaxBatchOps > wire.MaxBatchOps:
-		return fmt.Errorf("client: MaxBatchOps %d outside [1, %d]", c.MaxBatchOps, wire.MaxBatchOps)
-	case c.Codec != "" && c.Codec != "binary" && c.Codec != "gob":
-		return fmt.Errorf("client: unknown codec %q (want binary or gob)", c.Codec)
-	}
-	return nil
-}
 
 // Client talks to a set of servers. It is safe for concurrent use. The set
 // of servers of a memory-only cluster is fixed for the life of a Client;

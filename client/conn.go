@@ -1,21 +1,17 @@
 package client
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"net/rpc"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/batchkv/batchkv/auth"
 	"github.com/batchkv/batchkv/internal/netcount"
+	"github.com/batchkv/batchkv/internal/rpcdial"
 	"github.com/batchkv/batchkv/wire"
 )
 
@@ -140,7 +136,7 @@ func (s *serverConn) close() {
 // gob encoding, as the course skeleton's client does; over TLS when
 // tlsCfg is set.
 func dial(ctx context.Context, addr, codec string, timeout time.Duration, tlsCfg *tls.Config, t *traffic) (*rpc.Client, error) {
-	raw, err := dialConn(ctx, addr, timeout, tlsCfg)
+	raw, err := rpcdial.Dial(ctx, addr, timeout, tlsCfg)
 	if err != nil {
 		return nil, err
 	}
@@ -154,55 +150,8 @@ func dial(ctx context.Context, addr, codec string, timeout time.Duration, tlsCfg
 		}
 		return rpc.NewClientWithCodec(cc), nil
 	case "gob":
-		cl, err := newHTTPClient(conn, addr, timeout)
-		if err != nil && tlsCfg == nil {
-			err = classifyPlainError(err, addr, timeout)
-		}
-		return cl, err
+		return rpcdial.HTTPClient(conn, addr, timeout, tlsCfg != nil)
 	}
 	_ = conn.Close()
 	return nil, fmt.Errorf("client: unknown codec %q (want binary or gob)", codec)
-}
-
-// dialConn opens a TCP connection to addr, and completes a TLS handshake
-// on it when tlsCfg is set, within timeout.
-func dialConn(ctx context.Context, addr string, timeout time.Duration, tlsCfg *tls.Config) (net.Conn, error) {
-	d := net.Dialer{Timeout: timeout}
-	if tlsCfg == nil {
-		return d.DialContext(ctx, "tcp", addr)
-	}
-	td := tls.Dialer{NetDialer: &d, Config: auth.ForAddr(tlsCfg, addr)}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	c, err := td.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, classifyTLSError(fmt.Errorf("client: TLS to %s: %w", addr, err), addr, timeout)
-	}
-	return c, nil
-}
-
-// newHTTPClient speaks net/rpc's HTTP CONNECT handshake on conn, to the
-// server at addr, within timeout, and returns a gob client over it. On
-// error it closes conn.
-func newHTTPClient(conn net.Conn, addr string, timeout time.Duration) (*rpc.Client, error) {
-	_ = conn.SetDeadline(time.Now().Add(timeout))
-	err := func() error {
-		if _, err := io.WriteString(conn, "CONNECT "+rpc.DefaultRPCPath+" HTTP/1.0\n\n"); err != nil {
-			return err
-		}
-		resp, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: "CONNECT"})
-		if err != nil {
-			return fmt.Errorf("net/rpc HTTP handshake: %w", err)
-		}
-		if resp.Status != "200 Connected to Go RPC" {
-			return fmt.Errorf("net/rpc HTTP handshake answered %q", resp.Status)
-		}
-		return nil
-	}()
-	if err != nil {
-		_ = conn.Close()
-		return nil, fmt.Errorf("client: %s: %w", addr, err)
-	}
-	_ = conn.SetDeadline(time.Time{})
-	return rpc.NewClient(conn), nil
 }

@@ -1,6 +1,10 @@
 package client
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/batchkv/batchkv/internal/rpcdial"
+)
 
 // Errors returned by the client. Test for them with errors.Is.
 var (
@@ -20,14 +24,15 @@ var (
 )
 
 // TLS mismatches, found when a connection fails: the error of the dial
-// or of the first call wraps one of these (errors.Is).
+// or of the first call wraps one of these (errors.Is). They are
+// internal/rpcdial's, which opens the client's connections.
 var (
 	// ErrServerWantsTLS says the server answered a plaintext connection
 	// by closing it, and answers a TLS handshake: set Config.TLS
 	// (Admin.TLS).
-	ErrServerWantsTLS = errors.New("the server speaks TLS only and this client dialled without TLS")
+	ErrServerWantsTLS = rpcdial.ErrServerWantsTLS
 	// ErrServerNotTLS says the server answered a TLS handshake with
 	// plaintext, or closed it, and answers the plaintext protocol: leave
 	// Config.TLS nil, or give the server its certificates.
-	ErrServerNotTLS = errors.New("the server does not speak TLS and this client dialled with TLS")
+	ErrServerNotTLS = rpcdial.ErrServerNotTLS
 )

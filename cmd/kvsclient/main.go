@@ -42,6 +42,7 @@ import (
 	"github.com/batchkv/batchkv/internal/latency"
 	"github.com/batchkv/batchkv/internal/procstat"
 	"github.com/batchkv/batchkv/internal/tlsflags"
+	"github.com/batchkv/batchkv/ring"
 	"github.com/batchkv/batchkv/wire"
 	"github.com/batchkv/batchkv/workload"
 )
@@ -98,10 +99,10 @@ func parse(args []string) (*options, error) {
 	fs.IntVar(&o.valueBytes, "valueBytes", workload.DefaultValueBytes, "bytes per value")
 	fs.BoolVar(&o.preload, "preload", true, "write every key once before measuring")
 	fs.Uint64Var(&o.seed, "seed", 0, "seed of the workload (0: from the clock); goroutine i uses seed+i")
-	fs.StringVar(&o.codec, "codec", "binary", "wire encoding: binary or gob")
+	fs.StringVar(&o.codec, "codec", client.DefaultCodec, "wire encoding: binary or gob")
 	fs.StringVar(&o.protocol, "protocol", "batchkv", "batchkv (the client library) or resp: each batch one pipeline of GET/SET on a connection of its own, to any Redis server (or batchkv's RESP)")
-	fs.IntVar(&o.conns, "conns", 2, "TCP connections per server")
-	fs.IntVar(&o.vnodes, "vnodes", 0, "virtual nodes per server; must match the servers' (0: default)")
+	fs.IntVar(&o.conns, "conns", client.DefaultConnsPerServer, "TCP connections per server")
+	fs.IntVar(&o.vnodes, "vnodes", 0, fmt.Sprintf("virtual nodes per server; must match the servers' (0: %d)", ring.DefaultVirtualNodes))
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the measured load to this file")
 	fs.IntVar(&o.syncOps, "sync-ops", 0, "instead of the load: this many synchronous single puts, then as many gets, from one goroutine, as batches of one op (Do) and then through Put and Get; print their latency percentiles")
 	fs.BoolVar(&o.check, "check", false, "check the run: -check-clients more goroutines work on -check-keys hot keys, every op recorded, and porcupine checks their history when the run ends")

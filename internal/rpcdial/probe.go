@@ -1,4 +1,4 @@
-package client
+package rpcdial
 
 import (
 	"bufio"
@@ -16,7 +16,8 @@ import (
 
 // A failed connection is classified only after the fact, on a second
 // connection of its own (these probes), so that a working connection
-// costs nothing.
+// costs nothing. The probes verify nothing: they only ask which protocol
+// the port speaks.
 
 // looksClosed reports whether err is what a client sees when the server
 // drops its connection during a handshake: EOF, or a reset.
