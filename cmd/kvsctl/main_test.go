@@ -5,12 +5,9 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"io"
-	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,49 +16,7 @@ import (
 	"github.com/batchkv/batchkv/auth"
 	"github.com/batchkv/batchkv/internal/cli"
 	"github.com/batchkv/batchkv/internal/tlsflags"
-	"github.com/batchkv/batchkv/kvs"
 )
-
-// startPlain starts one memory-only server (no replication) and returns
-// its address.
-func startPlain(t *testing.T, id *auth.Identity) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	srv, err := kvs.New(kvs.Config{Identity: id, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	require.NoError(t, err)
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	return ln.Addr().String()
-}
-
-// deadAddr returns an address where nothing listens.
-func deadAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
-}
-
-// syncBuffer is a bytes.Buffer that a command and the test may use at
-// once.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestHelp: -help lists every command and exits 0; help COMMAND and
 // COMMAND -help explain one with an example; a mistake exits 2.
@@ -146,7 +101,7 @@ func TestMembershipOnFixedRing(t *testing.T) {
 // TestMoveToAHolderIsANoOp: move SHARD ADDR where ADDR already holds a
 // replica of SHARD (as after add-server) says so and succeeds.
 func TestMoveToAHolderIsANoOp(t *testing.T) {
-	addrs, _ := startRF3(t)
+	addrs := startRF3(t, 3).addrs
 	var out bytes.Buffer
 	require.NoError(t, run([]string{"-hosts", addrs[0], "move", "1", addrs[2]}, &out, io.Discard))
 	require.Contains(t, out.String(), "shard 1 already has a replica on "+addrs[2])
@@ -156,7 +111,7 @@ func TestMoveToAHolderIsANoOp(t *testing.T) {
 // TestProbeIsTitledAndBounded: probe prints a title, a line per write and
 // a summary, and stops after -for.
 func TestProbeIsTitledAndBounded(t *testing.T) {
-	addrs, _ := startRF3(t)
+	addrs := startRF3(t, 3).addrs
 	var out syncBuffer
 	done := make(chan error, 1)
 	go func() {

@@ -5,8 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,33 +16,8 @@ import (
 
 	"github.com/batchkv/batchkv/auth"
 	"github.com/batchkv/batchkv/client"
-	"github.com/batchkv/batchkv/kvs"
 	"github.com/batchkv/batchkv/wire"
 )
-
-// startRF3 starts three servers replicating three shards at RF=3 and
-// returns their addresses and the servers.
-func startRF3(t *testing.T) ([]string, []*kvs.Server) {
-	t.Helper()
-	var lns []net.Listener
-	var addrs []string
-	for range 3 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		lns = append(lns, ln)
-		addrs = append(addrs, ln.Addr().String())
-	}
-	var servers []*kvs.Server
-	for i, ln := range lns {
-		srv, err := kvs.New(kvs.Config{Self: addrs[i], Peers: addrs, Replicas: 3, Shards: 3, DataDir: t.TempDir(),
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		require.NoError(t, err)
-		go func() { _ = srv.Serve(ln) }()
-		t.Cleanup(func() { _ = srv.Close() })
-		servers = append(servers, srv)
-	}
-	return addrs, servers
-}
 
 // load writes and reads keys of every shard until stop is closed.
 func load(t *testing.T, addrs []string, stop <-chan struct{}) {
@@ -93,7 +66,7 @@ func nodeOps(out string) map[string]float64 {
 // RF=3 cluster prints a row per server, each with ops/s above zero, and
 // a row per shard naming its leader and each replica's lag.
 func TestTopOnceShowsEveryNodeUnderLoad(t *testing.T) {
-	addrs, _ := startRF3(t)
+	addrs := startRF3(t, 3).addrs
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for range 4 {
@@ -129,8 +102,9 @@ func TestTopOnceShowsEveryNodeUnderLoad(t *testing.T) {
 // TestTopShowsAnUnreachableServer: a server that does not answer gets a
 // row saying so, and the others are still shown.
 func TestTopShowsAnUnreachableServer(t *testing.T) {
-	addrs, servers := startRF3(t)
-	require.NoError(t, servers[2].Close())
+	c := startRF3(t, 3)
+	addrs := c.addrs
+	require.NoError(t, c.servers[2].Close())
 	var out bytes.Buffer
 	require.NoError(t, run([]string{"-hosts", addrs[0], "top", "-once", "-interval", "200ms"}, &out, io.Discard))
 	require.Regexp(t, `(?m)^`+addrs[2]+`\s+unreachable`, out.String())
@@ -145,13 +119,7 @@ func TestTopOverTLS(t *testing.T) {
 	dir := t.TempDir()
 	certs, err := auth.MakeLocal(dir, []string{"127.0.0.1"})
 	require.NoError(t, err)
-	srv, err := kvs.New(kvs.Config{Identity: certs.Node, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	addr := ln.Addr().String()
+	addr := startPlain(t, certs.Node)
 	var out bytes.Buffer
 	require.NoError(t, run([]string{"-hosts", addr, "-tls-ca", filepath.Join(dir, auth.CACertFile),
 		"-tls-cert", filepath.Join(dir, "client.crt"), "-tls-key", filepath.Join(dir, "client.key"),

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,7 +15,6 @@ import (
 
 	"github.com/batchkv/batchkv/client"
 	"github.com/batchkv/batchkv/internal/bugswitch"
-	"github.com/batchkv/batchkv/kvs"
 	"github.com/batchkv/batchkv/wire"
 )
 
@@ -26,32 +23,8 @@ import (
 // replays them unchecked (the planted bug the replicas' own checks
 // catch), verify names that replica and fails.
 func TestVerifyNamesTheReplicaThatDiffers(t *testing.T) {
-	var addrs, dirs []string
-	for range 3 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		addrs = append(addrs, ln.Addr().String())
-		dirs = append(dirs, t.TempDir())
-		require.NoError(t, ln.Close())
-	}
-	servers := make([]*kvs.Server, 3)
-	start := func(i int) {
-		srv, err := kvs.New(kvs.Config{Self: addrs[i], Peers: addrs, Replicas: 3, Shards: 1, DataDir: dirs[i],
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		require.NoError(t, err)
-		var ln net.Listener
-		require.Eventually(t, func() bool { ln, err = net.Listen("tcp", addrs[i]); return err == nil }, 5*time.Second, 20*time.Millisecond)
-		go func() { _ = srv.Serve(ln) }()
-		servers[i] = srv
-	}
-	for i := range 3 {
-		start(i)
-	}
-	t.Cleanup(func() {
-		for _, s := range servers {
-			_ = s.Close()
-		}
-	})
+	c := startRF3(t, 1)
+	addrs := c.addrs
 	cl, err := client.New(client.Config{Servers: addrs, Shards: 1, Replicas: 3})
 	require.NoError(t, err)
 	defer cl.Close()
@@ -68,8 +41,8 @@ func TestVerifyNamesTheReplicaThatDiffers(t *testing.T) {
 	require.Contains(t, out.String(), "all 1 shards: every replica has the same content")
 
 	// Server 0 leads (the preferred replica), so 1 is a follower.
-	require.NoError(t, servers[1].Close())
-	segs, err := filepath.Glob(filepath.Join(dirs[1], "shard-0", "wal", "*.wal"))
+	require.NoError(t, c.servers[1].Close())
+	segs, err := filepath.Glob(filepath.Join(c.dirs[1], "shard-0", "wal", "*.wal"))
 	require.NoError(t, err)
 	slices.Sort(segs)
 	raw, err := os.ReadFile(segs[len(segs)-1])
@@ -84,7 +57,7 @@ func TestVerifyNamesTheReplicaThatDiffers(t *testing.T) {
 	defer bugswitch.UncheckedData.Store(false)
 	bugswitch.NoStartupCheck.Store(true) // it would rebuild the replica
 	defer bugswitch.NoStartupCheck.Store(false)
-	start(1)
+	c.restart(1)
 	out.Reset()
 	err = run([]string{"-hosts", hosts, "verify", "-within", "20s"}, &out, io.Discard)
 	require.Error(t, err, out.String())

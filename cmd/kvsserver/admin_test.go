@@ -2,7 +2,6 @@ package main
 
 import (
 	"io"
-	"log/slog"
 	"net/http"
 	"testing"
 
@@ -18,7 +17,7 @@ func TestAdminServesMetricsAndPprof(t *testing.T) {
 	srv, err := kvs.New(kvs.Config{})
 	require.NoError(t, err)
 	defer srv.Close()
-	addr, stop, err := serveAdmin("127.0.0.1:0", srv.Metrics(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	addr, stop, err := serveAdmin("127.0.0.1:0", srv.Metrics(), quietLogger())
 	require.NoError(t, err)
 	defer stop()
 

@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"log/slog"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 )
 
 func TestCheckExposure(t *testing.T) {
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	log := quietLogger()
 	cases := []struct {
 		name, host string
 		insecure   bool

@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"log/slog"
 	"net"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,7 +15,6 @@ import (
 
 	"github.com/batchkv/batchkv/auth"
 	"github.com/batchkv/batchkv/internal/cli"
-	"github.com/batchkv/batchkv/kvs"
 )
 
 // TestHelpExitsZero: -help prints the usage, with real argument names,
@@ -76,42 +73,10 @@ func TestCertMustNameDialledHost(t *testing.T) {
 	require.NoError(t, run(ctx, append([]string{"-port", "0", "-report", "0"}, tlsArgs("local")...), io.Discard, io.Discard))
 }
 
-// syncBuffer is a bytes.Buffer safe for a logger and a reader at once.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestJoinLogsClusterLayout: a server started with -join logs the
 // cluster's RF and shard count once it has them, not its own defaults.
 func TestJoinLogsClusterLayout(t *testing.T) {
-	var lns []net.Listener
-	var addrs []string
-	for range 3 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		lns = append(lns, ln)
-		addrs = append(addrs, ln.Addr().String())
-	}
-	for i, ln := range lns {
-		srv, err := kvs.New(kvs.Config{Self: addrs[i], Peers: addrs, Replicas: 3, Shards: 6, DataDir: t.TempDir(),
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		require.NoError(t, err)
-		go func() { _ = srv.Serve(ln) }()
-		t.Cleanup(func() { _ = srv.Close() })
-	}
+	addrs := startRF3(t, 6)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
