@@ -1,14 +1,11 @@
 package rpcdial
 
 import (
-	"bufio"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
-	"net/rpc"
 	"strings"
 	"syscall"
 	"time"
@@ -26,38 +23,39 @@ func looksClosed(err error) bool {
 		errors.Is(err, syscall.EPIPE)
 }
 
-// speaksTLS reports whether the server at addr answers a TLS handshake
-// with TLS (a handshake that completes, or a TLS alert such as "bad
-// certificate"). It verifies nothing: it only asks which protocol the
-// port speaks.
-func speaksTLS(addr string, timeout time.Duration) bool {
+// probe dials addr for one question about the protocol it speaks, and
+// returns ask's answer on the connection, within timeout; false when it
+// cannot connect.
+func probe(addr string, timeout time.Duration, ask func(net.Conn) bool) bool {
 	conn, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
 		return false
 	}
 	defer func() { _ = conn.Close() }()
 	_ = conn.SetDeadline(time.Now().Add(timeout))
-	//nolint:gosec // a probe of the protocol: nothing is sent over it
-	tc := tls.Client(conn, &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12})
-	err = tc.Handshake()
-	var alert tls.AlertError
-	return err == nil || errors.As(err, &alert)
+	return ask(conn)
+}
+
+// speaksTLS reports whether the server at addr answers a TLS handshake
+// with TLS (a handshake that completes, or a TLS alert such as "bad
+// certificate").
+func speaksTLS(addr string, timeout time.Duration) bool {
+	return probe(addr, timeout, func(conn net.Conn) bool {
+		//nolint:gosec // a probe of the protocol: nothing is sent over it
+		tc := tls.Client(conn, &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12})
+		err := tc.Handshake()
+		var alert tls.AlertError
+		return err == nil || errors.As(err, &alert)
+	})
 }
 
 // speaksPlaintext reports whether the server at addr answers net/rpc's
 // plaintext HTTP handshake.
 func speaksPlaintext(addr string, timeout time.Duration) bool {
-	conn, err := net.DialTimeout("tcp", addr, timeout)
-	if err != nil {
-		return false
-	}
-	defer func() { _ = conn.Close() }()
-	_ = conn.SetDeadline(time.Now().Add(timeout))
-	if _, err := io.WriteString(conn, "CONNECT "+rpc.DefaultRPCPath+" HTTP/1.0\n\n"); err != nil {
-		return false
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: "CONNECT"})
-	return err == nil && strings.HasPrefix(resp.Status, "200")
+	return probe(addr, timeout, func(conn net.Conn) bool {
+		status, err := connect(conn)
+		return err == nil && strings.HasPrefix(status, "200")
+	})
 }
 
 // classifyTLSError returns err wrapped with ErrServerNotTLS when a TLS

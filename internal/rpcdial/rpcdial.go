@@ -62,19 +62,10 @@ func Dial(ctx context.Context, addr string, timeout time.Duration, tlsCfg *tls.C
 // server turns out to speak TLS only, the error wraps ErrServerWantsTLS.
 func HTTPClient(conn net.Conn, addr string, timeout time.Duration, tlsConn bool) (*rpc.Client, error) {
 	_ = conn.SetDeadline(time.Now().Add(timeout))
-	err := func() error {
-		if _, err := io.WriteString(conn, "CONNECT "+rpc.DefaultRPCPath+" HTTP/1.0\n\n"); err != nil {
-			return err
-		}
-		resp, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: "CONNECT"})
-		if err != nil {
-			return fmt.Errorf("net/rpc HTTP handshake: %w", err)
-		}
-		if resp.Status != "200 Connected to Go RPC" {
-			return fmt.Errorf("net/rpc HTTP handshake answered %q", resp.Status)
-		}
-		return nil
-	}()
+	status, err := connect(conn)
+	if err == nil && status != "200 Connected to Go RPC" {
+		err = fmt.Errorf("net/rpc HTTP handshake answered %q", status)
+	}
 	if err != nil {
 		_ = conn.Close()
 		err = fmt.Errorf("client: %s: %w", addr, err)
@@ -85,4 +76,18 @@ func HTTPClient(conn net.Conn, addr string, timeout time.Duration, tlsConn bool)
 	}
 	_ = conn.SetDeadline(time.Time{})
 	return rpc.NewClient(conn), nil
+}
+
+// connect sends net/rpc's HTTP CONNECT request on conn and returns the
+// status line of the answer ("200 Connected to Go RPC" from a net/rpc
+// server).
+func connect(conn net.Conn) (string, error) {
+	if _, err := io.WriteString(conn, "CONNECT "+rpc.DefaultRPCPath+" HTTP/1.0\n\n"); err != nil {
+		return "", err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: "CONNECT"})
+	if err != nil {
+		return "", fmt.Errorf("net/rpc HTTP handshake: %w", err)
+	}
+	return resp.Status, nil
 }
