@@ -10,20 +10,28 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batchkv/batchkv/client"
+	"github.com/batchkv/batchkv/kvs"
 )
 
 // longLinger is a linger no op in these tests may wait for: each test
 // finishes in a small part of it unless ops wait for the linger timer.
 const longLinger = 5 * time.Second
 
-// TestLoneOpSentAtOnce: a caller alone with its server waits for no linger:
-// its Put and Get go at once, one batch each.
-func TestLoneOpSentAtOnce(t *testing.T) {
+// lingeringClient starts one server and returns it with a client of it
+// whose ops may linger for longLinger.
+func lingeringClient(t *testing.T) (*kvs.Server, *client.Client) {
 	ln := listen(t, "127.0.0.1:0")
 	srv := serve(t, ln, []string{ln.Addr().String()})
 	cl, err := client.New(client.Config{Servers: []string{ln.Addr().String()}, Linger: longLinger})
 	require.NoError(t, err)
-	defer cl.Close()
+	t.Cleanup(func() { _ = cl.Close() })
+	return srv, cl
+}
+
+// TestLoneOpSentAtOnce: a caller alone with its server waits for no linger:
+// its Put and Get go at once, one batch each.
+func TestLoneOpSentAtOnce(t *testing.T) {
+	srv, cl := lingeringClient(t)
 	ctx := context.Background()
 
 	before := srv.Stats().BatchCount()
@@ -43,11 +51,7 @@ func TestLoneOpSentAtOnce(t *testing.T) {
 // in flight coalesce, and go when it is answered, not after the linger;
 // the batches are fewer than the ops.
 func TestOpsBehindABatchGoWhenItIsAnswered(t *testing.T) {
-	ln := listen(t, "127.0.0.1:0")
-	srv := serve(t, ln, []string{ln.Addr().String()})
-	cl, err := client.New(client.Config{Servers: []string{ln.Addr().String()}, Linger: longLinger})
-	require.NoError(t, err)
-	defer cl.Close()
+	srv, cl := lingeringClient(t)
 	ctx := context.Background()
 
 	const callers, each = 32, 50
