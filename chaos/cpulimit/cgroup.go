@@ -33,6 +33,7 @@ func newCgroupLimiter(root string) (*cgroupLimiter, error) {
 	return &cgroupLimiter{root: root, prev: map[int]string{}}, nil
 }
 
+// Name implements Limiter.
 func (c *cgroupLimiter) Name() string { return "cgroup v1 cpu.cfs_quota_us" }
 
 func (c *cgroupLimiter) dir(pid int) string {

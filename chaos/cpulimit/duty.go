@@ -15,6 +15,7 @@ type dutyLimiter struct {
 
 func newDutyLimiter() *dutyLimiter { return &dutyLimiter{stops: map[int]chan struct{}{}} }
 
+// Name implements Limiter.
 func (d *dutyLimiter) Name() string { return "SIGSTOP/SIGCONT duty cycle" }
 
 // Limit implements Limiter.

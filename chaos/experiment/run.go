@@ -40,12 +40,17 @@ type Scenario struct {
 // Run is the state of one run. Package chaos fills it in before the
 // scenario's Inject is called.
 type Run struct {
-	Opt      Options
-	Procs    *procs.Servers
-	Layout   *shard.Layout
+	Opt Options
+	// Procs are the server processes; Layout places the shards on the
+	// members they started with.
+	Procs  *procs.Servers
+	Layout *shard.Layout
+	// Timeline counts the run's seconds and keeps its events and fault
+	// windows; History holds every checked op, for porcupine.
 	Timeline *timeline.Timeline
 	History  *linz.History
-	Monitor  *monitor.Monitor
+	// Monitor polls every server's view of its shards.
+	Monitor *monitor.Monitor
 	// Probe times failovers; Pins[i] is the client pinned to server i.
 	Probe *load.Probe
 	Pins  []*load.Pinned

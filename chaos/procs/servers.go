@@ -27,8 +27,10 @@ import (
 // Servers is n kvsserver processes on loopback, every shard replicated
 // on RF of them, with their Raft links through Links.
 type Servers struct {
-	cfg   Config
+	cfg Config
+	// Addrs are every server's address: the members, then the spares.
 	Addrs []string
+	// Links are the toxiproxy proxies of the Raft links between them.
 	Links *faultnet.Links
 	// Admin reaches the servers' admin RPCs; with TLS as a node, which may
 	// ask for content digests.

@@ -34,10 +34,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// TestServersOverTLS: harness servers with TLS serve a client with the
+// TestClusterOverTLS: harness servers with TLS serve a client with the
 // loads' certificate and the admin RPCs with the node's, over their fault
 // proxies, and refuse a plaintext caller.
-func TestServersOverTLS(t *testing.T) {
+func TestClusterOverTLS(t *testing.T) {
 	c, err := Start(Config{Bin: serverBin, Dir: t.TempDir(), Servers: 3, Shards: 1, TLS: true})
 	require.NoError(t, err)
 	defer c.Close()
