@@ -9,12 +9,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batchkv/batchkv/chaos/experiment"
+	"github.com/batchkv/batchkv/chaos/verdict"
 	"github.com/batchkv/batchkv/internal/powercut"
 )
 
 // powerCutOptions shrinks a power-cut scenario to a few seconds, with the
 // servers' data dirs on a power-cut filesystem in mode.
-func powerCutOptions(t *testing.T, name string, mode powercut.Mode) Options {
+func powerCutOptions(t *testing.T, name string, mode powercut.Mode) experiment.Options {
 	o := shortOptions(t, name)
 	fs := powercut.MountForTest(t, mode)
 	o.DataRoot = fs.Dir()
@@ -27,8 +29,8 @@ func powerCutOptions(t *testing.T, name string, mode powercut.Mode) Options {
 }
 
 // safety returns the three safety checks of a run by name prefix.
-func safety(t *testing.T, res *Result) map[string]Check {
-	out := map[string]Check{}
+func safety(t *testing.T, res *verdict.Result) map[string]verdict.Check {
+	out := map[string]verdict.Check{}
 	for _, c := range res.Checks {
 		t.Logf("%v %s: %s (target %s)", c.Pass, c.Name, c.Got, c.Target)
 		for _, p := range []string{"replicas converge", "no acknowledged write lost", "checked history is linearizable"} {

@@ -1,7 +1,6 @@
 package chaos
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,9 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batchkv/batchkv/client"
-	"github.com/batchkv/batchkv/wire"
 	"github.com/stretchr/testify/require"
+
+	"github.com/batchkv/batchkv/chaos/experiment"
+	"github.com/batchkv/batchkv/chaos/load"
 )
 
 // serverBin is the kvsserver binary TestMain builds for the scenarios.
@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 }
 
 // shortOptions shrinks a scenario to a few seconds and a light load.
-func shortOptions(t *testing.T, name string) Options {
+func shortOptions(t *testing.T, name string) experiment.Options {
 	o := DefaultOptions(name)
 	o.Bin, o.Dir = serverBin, t.TempDir()
 	o.Warmup, o.Baseline, o.Fault, o.Recovery = 500*time.Millisecond, 1500*time.Millisecond, 2*time.Second, 2*time.Second
@@ -44,8 +44,8 @@ func shortOptions(t *testing.T, name string) Options {
 	if name == "random" {
 		o.Fault = 6 * time.Second
 	}
-	o.Bulk = BulkConfig{Goroutines: 16, Batch: 256, Keys: 256, Reads: 0.95, ValueSize: 32, AttemptTimeout: 5 * time.Second}
-	o.Checked = CheckedConfig{Clients: 4, Keys: 50, MaxOps: 4}
+	o.Bulk = load.BulkConfig{Goroutines: 16, Batch: 256, Keys: 256, Reads: 0.95, ValueSize: 32, AttemptTimeout: 5 * time.Second}
+	o.Checked = load.CheckedConfig{Clients: 4, Keys: 50, MaxOps: 4}
 	if testing.Verbose() {
 		o.Progress = os.Stdout
 	}
@@ -79,29 +79,4 @@ func TestScenariosShort(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestClusterOverTLS: a harness cluster with TLS serves a client with the
-// loads' certificate and the admin RPCs with the node's, over its fault
-// proxies, and refuses a plaintext caller.
-func TestClusterOverTLS(t *testing.T) {
-	c, err := StartCluster(ClusterConfig{Bin: serverBin, Dir: t.TempDir(), Servers: 3, Shards: 1, TLS: true})
-	require.NoError(t, err)
-	defer c.Close()
-	cl, err := client.New(client.Config{Servers: c.Addrs, Shards: 1, Replicas: 3, TLS: c.ClientTLS})
-	require.NoError(t, err)
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	require.NoError(t, cl.Put(ctx, "k", "v"))
-	v, err := cl.Get(ctx, "k")
-	require.NoError(t, err)
-	require.Equal(t, "v", v)
-	for _, a := range c.Addrs {
-		st, err := c.Admin.Status(a, wire.StatusRequest{Digest: true}, 5*time.Second)
-		require.NoError(t, err, "a node certificate gets digests")
-		require.Len(t, st.Shards, 1)
-	}
-	_, err = client.Status(c.Addrs[0], wire.StatusRequest{}, 2*time.Second)
-	require.Error(t, err, "a plaintext caller is refused")
 }

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/batchkv/batchkv/chaos"
+	"github.com/batchkv/batchkv/chaos/experiment"
+	"github.com/batchkv/batchkv/chaos/load"
 	"github.com/batchkv/batchkv/internal/cli"
 	"github.com/batchkv/batchkv/internal/powercut"
 )
@@ -76,20 +78,21 @@ func run(args []string, stdout, stderr io.Writer) (bool, error) {
 	serverArgs := fs.String("server-args", "", "extra kvsserver flags, space-separated (e.g. \"-raft-heartbeat 1s\")")
 	useTLS := fs.Bool("tls", false, "mutual TLS on every connection: a CA and certificates are made under the results directory")
 	var warmup, baseline, fault, recovery, lag, restart, pause, interval durationFlag
-	fs.Var(&warmup, "warmup", "load before the baseline, not measured (default 3s)")
-	fs.Var(&baseline, "baseline", "healthy load measured as the baseline (default 15s)")
-	fs.Var(&fault, "fault", "how long the fault lasts (default 60s slow-follower and random, 30s per step slow-network, 10s otherwise)")
-	fs.Var(&recovery, "recovery", "healed load before the final checks (default 10s)")
-	fs.Var(&lag, "lag", "slow-network: how long a follower is stopped so that it lags (default 10s; 0: none)")
-	fs.Var(&restart, "restart", "crash-*: delay before the restart (default 5s)")
-	fs.Var(&pause, "pause", "pause: how long the leader is stopped (default 5s)")
-	fs.Var(&interval, "interval", "random: time between faults (default 5s)")
-	cpu := fs.Float64("cpu", 0.02, "slow-follower: share of one CPU the follower gets")
-	lats := fs.String("latencies", "100ms,250ms", "slow-network: latencies added in turn, comma-separated")
-	goroutines := fs.Int("goroutines", 128, "bulk load: concurrent batches")
-	batch := fs.Int("batch", 8192, "bulk load: ops per batch (each goroutine owns as many keys)")
-	attempt := fs.Duration("attempt-timeout", 5*time.Second, "bulk load: client's timeout of one attempt on a silent server")
-	checked := fs.Int("checked-clients", 16, "checked load: clients")
+	fs.Var(&warmup, "warmup", fmt.Sprintf("load before the baseline, not measured (default %v)", experiment.DefaultWarmup))
+	fs.Var(&baseline, "baseline", fmt.Sprintf("healthy load measured as the baseline (default %v)", experiment.DefaultBaseline))
+	fs.Var(&fault, "fault", fmt.Sprintf("how long the fault lasts (default %s slow-follower and random, %s per step slow-network, %s otherwise)",
+		secs(chaos.DefaultOptions("slow-follower").Fault), secs(chaos.DefaultOptions("slow-network").Fault), secs(experiment.DefaultFault)))
+	fs.Var(&recovery, "recovery", fmt.Sprintf("healed load before the final checks (default %v)", experiment.DefaultRecovery))
+	fs.Var(&lag, "lag", fmt.Sprintf("slow-network: how long a follower is stopped so that it lags (default %v; 0: none)", experiment.DefaultLag))
+	fs.Var(&restart, "restart", fmt.Sprintf("crash-*: delay before the restart (default %v)", experiment.DefaultRestart))
+	fs.Var(&pause, "pause", fmt.Sprintf("pause: how long the leader is stopped (default %v)", experiment.DefaultPause))
+	fs.Var(&interval, "interval", fmt.Sprintf("random: time between faults (default %v)", experiment.DefaultInterval))
+	cpu := fs.Float64("cpu", experiment.DefaultCPUFraction, "slow-follower: share of one CPU the follower gets")
+	lats := fs.String("latencies", joinDurations(experiment.DefaultLatencies()), "slow-network: latencies added in turn, comma-separated")
+	goroutines := fs.Int("goroutines", load.DefaultGoroutines, "bulk load: concurrent batches")
+	batch := fs.Int("batch", load.DefaultBatch, "bulk load: ops per batch (each goroutine owns as many keys)")
+	attempt := fs.Duration("attempt-timeout", load.DefaultAttemptTimeout, "bulk load: client's timeout of one attempt on a silent server")
+	checked := fs.Int("checked-clients", load.DefaultCheckedClients, "checked load: clients")
 	repeat := fs.Int("repeat", 1, "run every scenario this many times and end with a tally of verdicts")
 	cutMode := fs.String("powercut-mode", "strict", "power-cut scenarios: the filesystem's mode, strict (POSIX: only a directory's fsync saves its entries) or ext4 (a file's fsync saves its own entry too)")
 	keepData := fs.Bool("keep-data", false, "keep the servers' data dirs (Raft logs and snapshots, hundreds of MB a run) after a PASS; a FAIL always keeps them")
@@ -218,6 +221,18 @@ func run(args []string, stdout, stderr io.Writer) (bool, error) {
 		}
 	}
 	return allPass, nil
+}
+
+// secs renders a whole number of seconds as flag help gives it ("60s").
+func secs(d time.Duration) string { return fmt.Sprintf("%.0fs", d.Seconds()) }
+
+// joinDurations renders durations as the -latencies flag takes them.
+func joinDurations(ds []time.Duration) string {
+	var parts []string
+	for _, d := range ds {
+		parts = append(parts, d.String())
+	}
+	return strings.Join(parts, ",")
 }
 
 // removeData deletes the servers' data dirs of a run that passed: its

@@ -5,7 +5,7 @@ import (
 	"os"
 	"sync"
 
-	"github.com/batchkv/batchkv/chaos"
+	"github.com/batchkv/batchkv/chaos/experiment"
 	"github.com/batchkv/batchkv/internal/powercut"
 )
 
@@ -19,7 +19,7 @@ var mounted struct {
 // mountPowerCut mounts a power-cut filesystem under a new temporary
 // directory, puts the run's data dirs on it and gives the run its Cut.
 // The returned function unmounts it and deletes its files.
-func mountPowerCut(o *chaos.Options, mode powercut.Mode) (func(), error) {
+func mountPowerCut(o *experiment.Options, mode powercut.Mode) (func(), error) {
 	mnt, err := os.MkdirTemp("", "batchkv-powercut-mnt-")
 	if err != nil {
 		return nil, err

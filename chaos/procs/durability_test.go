@@ -1,4 +1,4 @@
-package chaos
+package procs
 
 import (
 	"context"
@@ -20,9 +20,9 @@ import (
 // between (if not nil) while all are down, and starts them again from
 // their data dirs. It returns the keys whose acknowledged value is gone,
 // and how many replicas loaded a snapshot from disk at the restart.
-func killEveryServer(t *testing.T, args []string, between func(c *Cluster)) (lost []string, restored int) {
+func killEveryServer(t *testing.T, args []string, between func(c *Servers)) (lost []string, restored int) {
 	dir := t.TempDir()
-	c, err := StartCluster(ClusterConfig{Bin: serverBin, Dir: dir, Servers: 3, Shards: 3, Args: args})
+	c, err := Start(Config{Bin: serverBin, Dir: dir, Servers: 3, Shards: 3, Args: args})
 	require.NoError(t, err)
 	defer c.Close()
 	cl, err := client.New(client.Config{Servers: c.Addrs, Shards: 3, Replicas: 3})
@@ -51,7 +51,7 @@ func killEveryServer(t *testing.T, args []string, between func(c *Cluster)) (los
 	}
 	put(1, 0, keys)
 	put(2, 0, keys/2)
-	require.Eventually(t, func() bool { return c.replicas(func(s wire.ShardStatus) bool { return s.Snapshot > 0 }) == 9 },
+	require.Eventually(t, func() bool { return c.CountReplicas(func(s wire.ShardStatus) bool { return s.Snapshot > 0 }) == 9 },
 		20*time.Second, 100*time.Millisecond, "every replica snapshots")
 	put(3, 0, 300) // a few entries, under the snapshot threshold
 
@@ -64,7 +64,7 @@ func killEveryServer(t *testing.T, args []string, between func(c *Cluster)) (los
 	for i := range c.Addrs {
 		require.NoError(t, c.Start(i))
 	}
-	restored = c.replicas(func(s wire.ShardStatus) bool { return s.Restores > 0 })
+	restored = c.CountReplicas(func(s wire.ShardStatus) bool { return s.Restores > 0 })
 	after, err := client.New(client.Config{Servers: c.Addrs, Shards: 3, Replicas: 3})
 	require.NoError(t, err)
 	defer after.Close()
@@ -97,7 +97,7 @@ func TestKillEveryServerKeepsAcknowledgedWrites(t *testing.T) {
 	for _, format := range []struct{ name, marker string }{{"wal", "wal"}, {"bolt", "raft.db"}} {
 		t.Run(format.name, func(t *testing.T) {
 			// The shards' logs are in the format asked for.
-			inFormat := func(c *Cluster) {
+			inFormat := func(c *Servers) {
 				logs, err := filepath.Glob(filepath.Join(c.cfg.Dir, "data-*", "*", format.marker))
 				require.NoError(t, err)
 				require.Len(t, logs, 12, "a %s log per replica of each shard and of the map", format.name)
@@ -117,7 +117,7 @@ func TestKillEveryServerCatchesLostWrites(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster twice")
 	}
-	lost, _ := killEveryServer(t, []string{"-raft-snapshot-entries", "16", "-raft-snapshot-interval", "200ms"}, func(c *Cluster) {
+	lost, _ := killEveryServer(t, []string{"-raft-snapshot-entries", "16", "-raft-snapshot-interval", "200ms"}, func(c *Servers) {
 		for i := range c.Addrs {
 			d := filepath.Join(c.cfg.Dir, fmt.Sprintf("data-%d", i))
 			require.NoError(t, os.RemoveAll(d))

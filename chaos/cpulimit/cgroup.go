@@ -1,4 +1,4 @@
-package chaos
+package cpulimit
 
 import (
 	"bufio"
@@ -11,31 +11,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 )
-
-// A CPULimiter holds a process to a fraction of one CPU until Unlimit.
-type CPULimiter interface {
-	Limit(pid int, fraction float64) error
-	Unlimit(pid int) error
-	// Name says how it limits, for the report.
-	Name() string
-}
-
-// CgroupRoot is where the cgroup v1 cpu controller is mounted.
-const CgroupRoot = "/sys/fs/cgroup/cpu"
-
-// cfsPeriod is the CFS period of the limiting cgroups.
-const cfsPeriod = 100 * time.Millisecond
-
-// NewCPULimiter returns the cgroup limiter when cgroups under root are
-// writable, else the SIGSTOP/SIGCONT duty cycle.
-func NewCPULimiter(root string) CPULimiter {
-	if cg, err := newCgroupLimiter(root); err == nil {
-		return cg
-	}
-	return &dutyLimiter{stops: map[int]chan struct{}{}}
-}
 
 // cgroupLimiter puts each limited process in a cgroup of its own whose CFS
 // quota is the fraction of the period: the kernel throttles all of the
@@ -57,16 +33,17 @@ func newCgroupLimiter(root string) (*cgroupLimiter, error) {
 	return &cgroupLimiter{root: root, prev: map[int]string{}}, nil
 }
 
+// Name implements Limiter.
 func (c *cgroupLimiter) Name() string { return "cgroup v1 cpu.cfs_quota_us" }
 
 func (c *cgroupLimiter) dir(pid int) string {
 	return filepath.Join(c.root, fmt.Sprintf("batchkv-chaos-%d", pid))
 }
 
-// Limit implements CPULimiter.
+// Limit implements Limiter.
 func (c *cgroupLimiter) Limit(pid int, fraction float64) error {
 	if pid <= 0 {
-		return fmt.Errorf("chaos: no process to limit (pid %d)", pid)
+		return noProcess(pid)
 	}
 	prev, err := cpuCgroupOf(pid)
 	if err != nil {
@@ -76,9 +53,9 @@ func (c *cgroupLimiter) Limit(pid int, fraction float64) error {
 	if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("chaos: cgroup: %w", err)
 	}
-	quota := max(int64(fraction*float64(cfsPeriod.Microseconds())), 1000) // the kernel's minimum is 1 ms
+	quota := max(int64(fraction*float64(period.Microseconds())), 1000) // the kernel's minimum is 1 ms
 	for _, w := range [][2]string{
-		{"cpu.cfs_period_us", strconv.FormatInt(cfsPeriod.Microseconds(), 10)},
+		{"cpu.cfs_period_us", strconv.FormatInt(period.Microseconds(), 10)},
 		{"cpu.cfs_quota_us", strconv.FormatInt(quota, 10)},
 		{"cgroup.procs", strconv.Itoa(pid)},
 	} {
@@ -93,8 +70,8 @@ func (c *cgroupLimiter) Limit(pid int, fraction float64) error {
 	return nil
 }
 
-// Unlimit implements CPULimiter: the process goes back to its cgroup and
-// the limiting one is removed (also when the process has died).
+// Unlimit implements Limiter: the process goes back to its cgroup and the
+// limiting one is removed (also when the process has died).
 func (c *cgroupLimiter) Unlimit(pid int) error {
 	c.mu.Lock()
 	prev, ok := c.prev[pid]
@@ -135,58 +112,4 @@ func cpuCgroupOf(pid int) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("chaos: no cpu cgroup for pid %d", pid)
-}
-
-// dutyLimiter runs a process for fraction of every period and stops it
-// (SIGSTOP) for the rest: coarser than a cgroup, but needs no privileges.
-type dutyLimiter struct {
-	mu    sync.Mutex
-	stops map[int]chan struct{}
-}
-
-func (d *dutyLimiter) Name() string { return "SIGSTOP/SIGCONT duty cycle" }
-
-// Limit implements CPULimiter.
-func (d *dutyLimiter) Limit(pid int, fraction float64) error {
-	if pid <= 0 { // kill(0) would stop this process's whole group
-		return fmt.Errorf("chaos: no process to limit (pid %d)", pid)
-	}
-	if err := syscall.Kill(pid, 0); err != nil {
-		return err
-	}
-	run := time.Duration(fraction * float64(cfsPeriod))
-	stop := make(chan struct{})
-	d.mu.Lock()
-	d.stops[pid] = stop
-	d.mu.Unlock()
-	go func() {
-		for {
-			_ = syscall.Kill(pid, syscall.SIGCONT)
-			select {
-			case <-stop:
-				return
-			case <-time.After(run):
-			}
-			_ = syscall.Kill(pid, syscall.SIGSTOP)
-			select {
-			case <-stop:
-				_ = syscall.Kill(pid, syscall.SIGCONT)
-				return
-			case <-time.After(cfsPeriod - run):
-			}
-		}
-	}()
-	return nil
-}
-
-// Unlimit implements CPULimiter.
-func (d *dutyLimiter) Unlimit(pid int) error {
-	d.mu.Lock()
-	stop, ok := d.stops[pid]
-	delete(d.stops, pid)
-	d.mu.Unlock()
-	if ok {
-		close(stop)
-	}
-	return nil
 }

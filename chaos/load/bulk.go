@@ -1,4 +1,9 @@
-package chaos
+// Package load drives the chaos runs' loads and checks their answers as
+// they come: the bulk throughput load (every read checked against its
+// writer), the checked clients whose every op goes into the history that
+// porcupine checks, the failover probe, and the clients pinned to one
+// server.
+package load
 
 import (
 	"context"
@@ -11,37 +16,27 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/batchkv/batchkv/chaos/timeline"
 	"github.com/batchkv/batchkv/client"
 	"github.com/batchkv/batchkv/wire"
 )
 
-// BulkConfig sizes the throughput load.
-type BulkConfig struct {
-	Goroutines int     // concurrent batches in flight
-	Batch      int     // ops per batch
-	Keys       int     // keys each goroutine owns
-	Reads      float64 // fraction of gets (YCSB-B: 0.95)
-	ValueSize  int     // bytes per value
-	// AttemptTimeout is the client's: how long one attempt may wait on a
-	// server that does not answer before the next replica is tried.
-	AttemptTimeout time.Duration
-}
-
-// bulkLoad is the throughput load. Each goroutine owns keys no other op
+// Bulk is the throughput load. Each goroutine owns keys no other op
 // touches and writes them in sequence, so every answer is checked as it
 // arrives: a get must return exactly the goroutine's last acknowledged
 // write of its key (or nothing before the first). Once a write's outcome
 // is unknown its key is no longer used, and the final read of that key
 // may return the last acknowledged write or any write of unknown outcome.
-type bulkLoad struct {
+type Bulk struct {
 	cfg  BulkConfig
 	cl   *client.Client
-	tl   *timeline
+	tl   *timeline.Timeline
 	seed uint64
-	v    *violations
+	v    *Violations
 	ws   []*bulkWorker
 }
 
+// bulkWorker is one goroutine of the load, with the keys it owns.
 type bulkWorker struct {
 	id    int
 	keys  []bulkKey
@@ -56,8 +51,10 @@ type bulkKey struct {
 	unknown []int64 // indexes of the writes of unknown outcome
 }
 
-func newBulkLoad(cfg BulkConfig, cl *client.Client, tl *timeline, seed uint64, v *violations) *bulkLoad {
-	b := &bulkLoad{cfg: cfg, cl: cl, tl: tl, seed: seed, v: v}
+// NewBulk returns the bulk load of cfg through cl, counted on tl; what its
+// checks find goes to v. seed seeds its workers' choices.
+func NewBulk(cfg BulkConfig, cl *client.Client, tl *timeline.Timeline, seed uint64, v *Violations) *Bulk {
+	b := &Bulk{cfg: cfg, cl: cl, tl: tl, seed: seed, v: v}
 	for g := range cfg.Goroutines {
 		w := &bulkWorker{id: g, keys: make([]bulkKey, cfg.Keys), names: make([]string, cfg.Keys)}
 		for i := range w.keys {
@@ -70,7 +67,7 @@ func newBulkLoad(cfg BulkConfig, cl *client.Client, tl *timeline, seed uint64, v
 }
 
 // value returns write idx of worker g, padded to the value size.
-func (b *bulkLoad) value(g int, idx int64) string {
+func (b *Bulk) value(g int, idx int64) string {
 	v := "g" + strconv.Itoa(g) + "-w" + strconv.FormatInt(idx, 10) + "|"
 	if n := b.cfg.ValueSize - len(v); n > 0 {
 		v += strings.Repeat(".", n)
@@ -92,8 +89,8 @@ func index(g int, v string) (int64, bool) {
 	return idx, err == nil
 }
 
-// run drives every worker until stop is closed.
-func (b *bulkLoad) run(stop <-chan struct{}) {
+// Run drives every worker until stop is closed.
+func (b *Bulk) Run(stop <-chan struct{}) {
 	var wg sync.WaitGroup
 	for _, w := range b.ws {
 		wg.Add(1)
@@ -105,7 +102,8 @@ func (b *bulkLoad) run(stop <-chan struct{}) {
 	wg.Wait()
 }
 
-func (b *bulkLoad) work(w *bulkWorker, stop <-chan struct{}) {
+// work sends worker w's batches until stop is closed.
+func (b *Bulk) work(w *bulkWorker, stop <-chan struct{}) {
 	rng := rand.New(rand.NewPCG(b.seed, uint64(w.id)))
 	ops := make([]wire.Op, 0, b.cfg.Batch)
 	slots := make([]int, 0, b.cfg.Batch)
@@ -146,12 +144,12 @@ func (b *bulkLoad) work(w *bulkWorker, stop <-chan struct{}) {
 			}
 			b.check(w, slots[j], op, r, err)
 		}
-		b.tl.batch(len(ops)-failed, failed, took)
+		b.tl.Batch(len(ops)-failed, failed, took)
 	}
 }
 
 // check folds one answered op into what the worker knows of its key.
-func (b *bulkLoad) check(w *bulkWorker, slot int, op wire.Op, r wire.Result, err error) {
+func (b *Bulk) check(w *bulkWorker, slot int, op wire.Op, r wire.Result, err error) {
 	k := &w.keys[slot]
 	switch {
 	case op.Code == wire.OpPut && r.Status.Applied():
@@ -164,14 +162,14 @@ func (b *bulkLoad) check(w *bulkWorker, slot int, op wire.Op, r wire.Result, err
 		k.unknown = append(k.unknown, idx)
 	case r.Status.Applied():
 		if why := b.judge(w, slot, r.Status == wire.StatusOK, r.Value); why != "" {
-			b.v.add(fmt.Sprintf("bulk get %s: %s", op.Key, why))
+			b.v.Add(fmt.Sprintf("bulk get %s: %s", op.Key, why))
 		}
 	}
 }
 
 // judge returns why a read of a worker's untainted key that found value
 // (or nothing) is wrong, or "".
-func (b *bulkLoad) judge(w *bulkWorker, slot int, found bool, value string) string {
+func (b *Bulk) judge(w *bulkWorker, slot int, found bool, value string) string {
 	k := &w.keys[slot]
 	if !found {
 		if k.acked >= 0 {
@@ -189,9 +187,9 @@ func (b *bulkLoad) judge(w *bulkWorker, slot int, found bool, value string) stri
 	return ""
 }
 
-// finalCheck reads every key after the run and checks that no
+// FinalCheck reads every key after the run and checks that no
 // acknowledged write is missing. It returns the number of keys read.
-func (b *bulkLoad) finalCheck(ctx context.Context, cl *client.Client) (int, error) {
+func (b *Bulk) FinalCheck(ctx context.Context, cl *client.Client) (int, error) {
 	var n atomic.Int64
 	var firstErr error
 	var mu sync.Mutex
@@ -225,19 +223,19 @@ func (b *bulkLoad) finalCheck(ctx context.Context, cl *client.Client) (int, erro
 }
 
 // final checks the final read of one key.
-func (b *bulkLoad) final(w *bulkWorker, slot int, r wire.Result) {
+func (b *Bulk) final(w *bulkWorker, slot int, r wire.Result) {
 	k := &w.keys[slot]
 	name := w.names[slot]
 	found := r.Status == wire.StatusOK
 	if !k.tainted {
 		if why := b.judge(w, slot, found, r.Value); why != "" {
-			b.v.add(fmt.Sprintf("final read %s: %s", name, why))
+			b.v.Add(fmt.Sprintf("final read %s: %s", name, why))
 		}
 		return
 	}
 	if !found {
 		if k.acked >= 0 {
-			b.v.add(fmt.Sprintf("final read %s: missing, but write %d was acknowledged", name, k.acked))
+			b.v.Add(fmt.Sprintf("final read %s: missing, but write %d was acknowledged", name, k.acked))
 		}
 		return
 	}
@@ -245,34 +243,13 @@ func (b *bulkLoad) final(w *bulkWorker, slot int, r wire.Result) {
 	if ok && (idx == k.acked || slices.Contains(k.unknown, idx)) {
 		return
 	}
-	b.v.add(fmt.Sprintf("final read %s: returned %.40q; acknowledged %d, unknown %v", name, r.Value, k.acked, k.unknown))
+	b.v.Add(fmt.Sprintf("final read %s: returned %.40q; acknowledged %d, unknown %v", name, r.Value, k.acked, k.unknown))
 }
 
+// cmpErr keeps the first error.
 func cmpErr(first, err error) error {
 	if first != nil {
 		return first
 	}
 	return err
-}
-
-// violations collects what the checks found, keeping the first few.
-type violations struct {
-	mu    sync.Mutex
-	n     int
-	first []string
-}
-
-func (v *violations) add(s string) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.n++
-	if len(v.first) < 20 {
-		v.first = append(v.first, s)
-	}
-}
-
-func (v *violations) count() int {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.n
 }

@@ -1,4 +1,4 @@
-package chaos
+package cpulimit
 
 import (
 	"os"
@@ -54,7 +54,7 @@ func share(t *testing.T, pid int, d time.Duration) float64 {
 // and gets its share back when lifted. Another busy process on the machine
 // can take the unlimited share down to a third of a CPU, so the comparison
 // is with the limit, over a 2 s window, not a fixed ratio to that share.
-func testLimiter(t *testing.T, lim CPULimiter) {
+func testLimiter(t *testing.T, lim Limiter) {
 	pid := busyProcess(t)
 	free := share(t, pid, time.Second)
 	require.Greater(t, free, 0.3, "the busy process got too little CPU to compare")
@@ -79,5 +79,5 @@ func TestCgroupLimiter(t *testing.T) {
 }
 
 func TestDutyCycleLimiter(t *testing.T) {
-	testLimiter(t, &dutyLimiter{stops: map[int]chan struct{}{}})
+	testLimiter(t, newDutyLimiter())
 }

@@ -1,4 +1,9 @@
-package chaos
+// Package procs runs a local cluster of kvsserver processes for the chaos
+// harness: every shard replicated on them, their Raft links through
+// toxiproxy proxies (internal/faultnet), optionally with mutual TLS and a
+// small tmpfs under each data dir; it starts, signals, kills and restarts
+// them by PID.
+package procs
 
 import (
 	"crypto/tls"
@@ -14,43 +19,18 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/batchkv/batchkv/auth"
 	"github.com/batchkv/batchkv/client"
 	"github.com/batchkv/batchkv/internal/faultnet"
 	"github.com/batchkv/batchkv/wire"
 )
 
-// ClusterConfig describes a local replicated cluster of server processes.
-type ClusterConfig struct {
-	// Bin is the kvsserver binary.
-	Bin string
-	// Dir holds each server's log, and its data dir unless DataRoot is set.
-	Dir string
-	// DataRoot, if set, holds each server's data dir (data-N).
-	DataRoot string
-	// Servers is the number of server processes (and the RF).
-	Servers int
-	// Spares are servers started later with -join, after the members in
-	// Addrs; RF is the replication factor (0: Servers).
-	Spares int
-	RF     int
-	// Shards of the cluster (0: one per server).
-	Shards int
-	// Args are extra kvsserver flags for every server.
-	Args []string
-	// TLS makes every connection mutual TLS: a CA and certificates are
-	// made under Dir/certs.
-	TLS bool
-	// SmallDisks, when set, mounts a tmpfs of that many bytes on every
-	// server's data dir (diskfull.go), so a scenario can fill one.
-	SmallDisks int64
-}
-
-// Cluster is n kvsserver processes on loopback, every shard replicated on
-// all of them, with their Raft links through Links.
-type Cluster struct {
-	cfg   ClusterConfig
+// Servers is n kvsserver processes on loopback, every shard replicated
+// on RF of them, with their Raft links through Links.
+type Servers struct {
+	cfg Config
+	// Addrs are every server's address: the members, then the spares.
 	Addrs []string
+	// Links are the toxiproxy proxies of the Raft links between them.
 	Links *faultnet.Links
 	// Admin reaches the servers' admin RPCs; with TLS as a node, which may
 	// ask for content digests.
@@ -68,13 +48,17 @@ type Cluster struct {
 	retired map[int]bool // servers removed from the cluster and stopped for good
 }
 
-// StartCluster starts every server and waits until each answers.
-func StartCluster(cfg ClusterConfig) (*Cluster, error) {
+// Start starts every server of cfg but the spares, and waits until each
+// answers.
+func Start(cfg Config) (*Servers, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
 	if cfg.RF == 0 {
 		cfg.RF = cfg.Servers
 	}
 	n := cfg.Servers + cfg.Spares
-	c := &Cluster{cfg: cfg, procs: make([]*exec.Cmd, n), exits: make([]chan struct{}, n), retired: map[int]bool{}}
+	c := &Servers{cfg: cfg, procs: make([]*exec.Cmd, n), exits: make([]chan struct{}, n), retired: map[int]bool{}}
 	if cfg.TLS {
 		if err := c.makeCerts(); err != nil {
 			return nil, err
@@ -120,7 +104,7 @@ func StartCluster(cfg ClusterConfig) (*Cluster, error) {
 }
 
 // args returns server i's command line.
-func (c *Cluster) args(i int) []string {
+func (c *Servers) args(i int) []string {
 	_, port, _ := net.SplitHostPort(c.Addrs[i])
 	members := []string{"-peers", strings.Join(c.Members(), ",")}
 	if i >= c.cfg.Servers {
@@ -129,39 +113,14 @@ func (c *Cluster) args(i int) []string {
 	a := []string{"-host", "127.0.0.1", "-port", port, "-self", c.Addrs[i]}
 	a = append(a, members...)
 	a = append(a, "-rf", strconv.Itoa(c.cfg.RF), "-shards", strconv.Itoa(c.cfg.Shards), "-report", "0",
-		"-data-dir", filepath.Join(c.dataRoot(), fmt.Sprintf("data-%d", i)), "-raft-via", c.Links.Via(i, c.Addrs))
+		"-data-dir", c.DataDir(i), "-raft-via", c.Links.Via(i, c.Addrs))
 	a = append(a, c.tlsArgs...)
 	return append(a, c.cfg.Args...)
 }
 
-// dataRoot is where the servers' data dirs are.
-func (c *Cluster) dataRoot() string {
-	if c.cfg.DataRoot != "" {
-		return c.cfg.DataRoot
-	}
-	return c.cfg.Dir
-}
-
-// makeCerts makes a CA, a node certificate for 127.0.0.1 that every
-// server shares, and a client certificate for the loads, under Dir/certs.
-func (c *Cluster) makeCerts() error {
-	dir := filepath.Join(c.cfg.Dir, "certs")
-	certs, err := auth.MakeLocal(dir, []string{"127.0.0.1"})
-	if err != nil {
-		return err
-	}
-	// The harness's admin calls ask for content digests, which only node
-	// certificates get; a node certificate may change membership too.
-	c.Admin = client.Admin{TLS: certs.Node.ClientConfig()}
-	c.ClientTLS = certs.Client.ClientConfig()
-	c.tlsArgs = []string{"-tls-ca", filepath.Join(dir, auth.CACertFile),
-		"-tls-cert", filepath.Join(dir, "node.crt"), "-tls-key", filepath.Join(dir, "node.key")}
-	return nil
-}
-
 // Start (re)starts server i with the same flags and data dir, and waits
 // until it answers admin calls.
-func (c *Cluster) Start(i int) error {
+func (c *Servers) Start(i int) error {
 	logf, err := os.OpenFile(filepath.Join(c.cfg.Dir, fmt.Sprintf("server-%d.log", i)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
@@ -181,7 +140,7 @@ func (c *Cluster) Start(i int) error {
 	c.mu.Lock()
 	c.procs[i], c.exits[i] = cmd, exited
 	c.mu.Unlock()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(startWithin)
 	for {
 		if _, err := c.Admin.Status(c.Addrs[i], wire.StatusRequest{}, 500*time.Millisecond); err == nil {
 			return nil
@@ -199,11 +158,11 @@ func (c *Cluster) Start(i int) error {
 
 // Members returns the addresses of the servers the cluster started with
 // (the spares follow them in Addrs).
-func (c *Cluster) Members() []string { return c.Addrs[:c.cfg.Servers] }
+func (c *Servers) Members() []string { return c.Addrs[:c.cfg.Servers] }
 
 // Retire stops server i for good, once it has been removed from the
 // cluster: healing does not restart it.
-func (c *Cluster) Retire(i int) error {
+func (c *Servers) Retire(i int) error {
 	c.mu.Lock()
 	c.retired[i] = true
 	c.mu.Unlock()
@@ -211,14 +170,14 @@ func (c *Cluster) Retire(i int) error {
 }
 
 // Retired reports whether server i was retired.
-func (c *Cluster) Retired(i int) bool {
+func (c *Servers) Retired(i int) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.retired[i]
 }
 
 // Pid returns server i's process id, or 0 while it is down.
-func (c *Cluster) Pid(i int) int {
+func (c *Servers) Pid(i int) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.procs[i] == nil {
@@ -228,7 +187,7 @@ func (c *Cluster) Pid(i int) int {
 }
 
 // Signal sends sig to server i's process.
-func (c *Cluster) Signal(i int, sig syscall.Signal) error {
+func (c *Servers) Signal(i int, sig syscall.Signal) error {
 	c.mu.Lock()
 	cmd := c.procs[i]
 	c.mu.Unlock()
@@ -239,11 +198,29 @@ func (c *Cluster) Signal(i int, sig syscall.Signal) error {
 }
 
 // Kill kills server i with SIGKILL and waits until it is gone.
-func (c *Cluster) Kill(i int) error { return c.stop(i, syscall.SIGKILL, 0) }
+func (c *Servers) Kill(i int) error { return c.stop(i, syscall.SIGKILL, 0) }
+
+// KillAll sends SIGKILL to every running server first and then waits for
+// each: all die at (nearly) the same instant, as in a power cut.
+func (c *Servers) KillAll() {
+	c.mu.Lock()
+	var exits []chan struct{}
+	for i, cmd := range c.procs {
+		if cmd != nil {
+			_ = cmd.Process.Kill()
+			exits = append(exits, c.exits[i])
+			c.procs[i] = nil
+		}
+	}
+	c.mu.Unlock()
+	for _, e := range exits {
+		<-e
+	}
+}
 
 // stop sends sig to server i, waits for it to exit, and kills it after
 // grace (0: wait for ever).
-func (c *Cluster) stop(i int, sig syscall.Signal, grace time.Duration) error {
+func (c *Servers) stop(i int, sig syscall.Signal, grace time.Duration) error {
 	c.mu.Lock()
 	cmd, exited := c.procs[i], c.exits[i]
 	c.procs[i] = nil
@@ -269,7 +246,7 @@ func (c *Cluster) stop(i int, sig syscall.Signal, grace time.Duration) error {
 }
 
 // Close stops every server (SIGTERM, then SIGKILL after 5s) and the links.
-func (c *Cluster) Close() {
+func (c *Servers) Close() {
 	var wg sync.WaitGroup
 	for i := range c.Addrs {
 		wg.Add(1)

@@ -1,0 +1,97 @@
+package load
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/batchkv/batchkv/client"
+	"github.com/batchkv/batchkv/internal/linz"
+	"github.com/batchkv/batchkv/shard"
+	"github.com/batchkv/batchkv/wire"
+)
+
+// Probe writes one key of a shard every 10ms, each write recorded in the
+// history, and remembers when each was called and acknowledged, to time
+// failovers: the first write called after a fault that succeeds.
+type Probe struct {
+	Key  string
+	Acks AckLog
+}
+
+// AckLog remembers when acknowledged writes were called and answered.
+// It is safe for concurrent use.
+type AckLog struct {
+	mu   sync.Mutex
+	acks []ack // guarded by mu
+}
+
+// ack is one acknowledged write: when it was called and answered.
+type ack struct{ call, ret time.Duration }
+
+// add records a write called at call and acknowledged at ret (the
+// history's times).
+func (l *AckLog) add(call, ret int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.acks = append(l.acks, ack{call: time.Duration(call), ret: time.Duration(ret)})
+}
+
+// FirstAckAfter returns how long after t the first write called at or
+// after t was acknowledged, or false if none was.
+func (l *AckLog) FirstAckAfter(t time.Duration) (time.Duration, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, a := range l.acks {
+		if a.call >= t {
+			return a.ret - t, true
+		}
+	}
+	return 0, false
+}
+
+// LastAckIn returns the last time in [from, to) a write called at or
+// after calledFrom was acknowledged, or false if none was.
+func (l *AckLog) LastAckIn(calledFrom, from, to time.Duration) (time.Duration, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var last time.Duration
+	found := false
+	for _, a := range l.acks {
+		if a.call >= calledFrom && a.ret >= from && a.ret < to {
+			last, found = a.ret, true
+		}
+	}
+	return last, found
+}
+
+// NewProbe returns a probe of a key of shard sh.
+func NewProbe(layout *shard.Layout, sh int) *Probe {
+	for i := 0; ; i++ {
+		if k := fmt.Sprintf("probe%d", i); layout.Shard(k) == sh {
+			return &Probe{Key: k}
+		}
+	}
+}
+
+// Run writes the probe's key through cl until stop is closed.
+func (p *Probe) Run(cl *client.Client, h *linz.History, stop <-chan struct{}) {
+	for n := 0; ; n++ {
+		select {
+		case <-stop:
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+		ops := []wire.Op{{Code: wire.OpPut, Key: p.Key, Value: fmt.Sprintf("probe-%d", n)}}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		call := h.Now()
+		res, err := cl.Do(ctx, ops)
+		ret := h.Now()
+		cancel()
+		h.Record(ProbeClient, ops, res, err, call, ret)
+		if err == nil && res[0].Status.Applied() {
+			p.Acks.add(call, ret)
+		}
+	}
+}
