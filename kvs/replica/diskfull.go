@@ -1,23 +1,20 @@
 package replica
 
 import (
-	"errors"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
 
+	"github.com/batchkv/batchkv/kvs/replica/diskspace"
 	"github.com/batchkv/batchkv/kvs/replica/failover"
+	"github.com/batchkv/batchkv/wire"
 )
 
-// What a shard's replica does about full disks (diskspace.go explains the
-// states): it refuses writes its shard cannot store, stands for no
+// What a shard's replica does about full disks (package diskspace explains
+// the states): it refuses writes its shard cannot store, stands for no
 // election while full, and hands a leadership it holds to a replica that
 // can write.
-
-// errFullNoStand answers a TimeoutNow sent to a replica that may not
-// stand, and fails its own vote requests.
-var errFullNoStand = errors.New("replica: data dir full: this replica stands for no election")
 
 // plantedHandBackToFull is the bug SetHandBackToFullForTest plants: the
 // leaders hand leadership back to a preferred replica whose disk is full.
@@ -33,15 +30,15 @@ func SetHandBackToFullForTest(on bool) { plantedHandBackToFull.Store(on) }
 // a full data dir, as far as this server knows.
 func (g *Group) isFull(r string) bool {
 	if r == g.self {
-		return g.disk.isFull()
+		return g.disk.IsFull()
 	}
-	return g.disk.peerIsFull(r)
+	return g.disk.PeerIsFull(r)
 }
 
 // noSpace reports whether a majority of the shard's replicas have full
 // data dirs: the shard then takes no writes.
 func (g *Group) noSpace() bool {
-	if !g.disk.anyFull() {
+	if !g.disk.AnyFull() {
 		return false
 	}
 	place := g.Placement()
@@ -57,20 +54,20 @@ func (g *Group) noSpace() bool {
 // mayStand reports whether this replica may stand for election: not
 // while its disk is full, unless a majority's is (the shard then only
 // serves reads, which any replica can lead).
-func (g *Group) mayStand() bool { return !g.disk.isFull() || g.noSpace() }
+func (g *Group) mayStand() bool { return !g.disk.IsFull() || g.noSpace() }
 
 // refuseWrite returns why this replica, as leader, must not append a
 // write now: ErrNoSpace when a majority of the shard's disks are full,
 // ErrHandingOver when its own is (watchDisk is handing its leadership to
 // a replica that can write). Nil otherwise.
 func (g *Group) refuseWrite() error {
-	if !g.disk.anyFull() || g.raft.State() != raft.Leader {
+	if !g.disk.AnyFull() || g.raft.State() != raft.Leader {
 		return nil
 	}
 	if g.noSpace() {
 		return ErrNoSpace
 	}
-	if g.disk.isFull() {
+	if g.disk.IsFull() {
 		return ErrHandingOver
 	}
 	return nil
@@ -83,7 +80,7 @@ func (g *Group) watchDisk() {
 	if g.disk == nil {
 		return
 	}
-	tick := time.NewTicker(diskEvery)
+	tick := time.NewTicker(diskspace.Every)
 	defer tick.Stop()
 	for {
 		select {
@@ -91,14 +88,14 @@ func (g *Group) watchDisk() {
 			return
 		case <-tick.C:
 		}
-		if !g.disk.isFull() || g.raft.State() != raft.Leader || g.noSpace() {
+		if !g.disk.IsFull() || g.raft.State() != raft.Leader || g.noSpace() {
 			continue
 		}
 		to := g.writableReplica()
 		if to == "" {
 			continue
 		}
-		g.log.Warn("data dir full: handing leadership to a replica that can write", "to", to, "dir", g.disk.dir)
+		g.log.Warn("data dir full: handing leadership to a replica that can write", "to", to, "dir", g.disk.Dir())
 		g.lease.giveUp()
 		if err := g.raft.LeadershipTransferToServer(raft.ServerID(to), raft.ServerAddress(to)).Error(); err != nil {
 			g.log.Info("leadership transfer failed", "to", to, "err", err)
@@ -112,7 +109,7 @@ func (g *Group) watchDisk() {
 func (g *Group) writableReplica() string {
 	now := time.Now()
 	for _, r := range g.Placement() {
-		if r == g.self || g.disk.peerIsFull(r) {
+		if r == g.self || g.disk.PeerIsFull(r) {
 			continue
 		}
 		if at, ok := g.stream.heardFrom(r); ok && now.Sub(at) <= g.heartbeat {
@@ -162,3 +159,18 @@ func (t *preVoteGuard) RequestPreVote(id raft.ServerID, target raft.ServerAddres
 	}
 	return t.NetworkTransport.RequestPreVote(id, target, args, resp)
 }
+
+// peers returns the other servers of the cluster under this server's map.
+func (s *Set) peers() []string {
+	var out []string
+	for _, a := range s.Map().Servers {
+		if a != s.cfg.Self {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// Disk returns the space of the data dir; nil when the replicas are in
+// memory.
+func (s *Set) Disk() *wire.DiskStats { return s.disk.Stats() }

@@ -8,105 +8,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
+	"github.com/batchkv/batchkv/kvs/replica/diskspace"
 	"github.com/batchkv/batchkv/kvs/replica/failover"
+	"github.com/batchkv/batchkv/kvs/replica/raftstore"
 	"github.com/batchkv/batchkv/kvs/store"
 	"github.com/batchkv/batchkv/wire"
-)
-
-// Timing holds the Raft timeouts, log bounds and failover delays of every
-// shard.
-type Timing struct {
-	// HeartbeatTimeout is how long a follower waits without hearing from
-	// the leader before it calls a (pre-)election; the leader sends
-	// heartbeats every tenth of it. ElectionTimeout bounds a candidate's
-	// election round; LeaderLeaseTimeout is how long a leader keeps
-	// leading without hearing from a majority.
-	HeartbeatTimeout   time.Duration
-	ElectionTimeout    time.Duration
-	LeaderLeaseTimeout time.Duration
-	// SnapshotThreshold is the number of log entries after which a shard
-	// snapshots and truncates its log to the last TrailingLogs entries.
-	SnapshotThreshold uint64
-	TrailingLogs      uint64
-	// SnapshotInterval is how often a shard checks SnapshotThreshold.
-	SnapshotInterval time.Duration
-	// LeaseRead is how long after an entry of its term commits a leader
-	// serves reads without a log entry, when lease reads are on (see
-	// lease.go). Default 400 ms.
-	LeaseRead time.Duration
-	// CommitWindow is how long a leader under heavy load holds an entry,
-	// to send it with the entries that arrive after it (commitgate.go);
-	// 0 sends every entry at once. Default 40 ms.
-	CommitWindow time.Duration
-	// Failover holds the delays of fast failover; zero fields take
-	// failover.DefaultTiming's.
-	Failover failover.Timing
-}
-
-// DefaultTiming returns the timing the servers run with; docs/replication.md
-// explains the choice. With 250 ms of added one-way latency
-// on the leader's links, a heartbeat round trip takes 500 ms plus the
-// 80-160 ms heartbeat interval, under the 800 ms a follower waits. A
-// killed leader is replaced at once (failover.go), a silent one once a
-// majority has not heard from it for 800 ms (silence.go).
-func DefaultTiming() Timing {
-	return Timing{
-		HeartbeatTimeout:   800 * time.Millisecond,
-		ElectionTimeout:    800 * time.Millisecond,
-		LeaderLeaseTimeout: 800 * time.Millisecond,
-		SnapshotThreshold:  8192,
-		TrailingLogs:       1024,
-		SnapshotInterval:   10 * time.Second,
-		LeaseRead:          400 * time.Millisecond,
-		CommitWindow:       40 * time.Millisecond,
-		Failover:           failover.DefaultTiming(),
-	}
-}
-
-// ApplyTimeout bounds the wait to hand an entry (a write batch, a read
-// barrier) to Raft.
-const ApplyTimeout = 5 * time.Second
-
-// Fixed parameters of every shard's Raft node.
-const (
-	// transportPool is how many idle connections to each peer the Raft
-	// transport keeps for reuse.
-	transportPool = 3
-	// transportTimeout bounds each Raft RPC's write, and a snapshot
-	// chunk's.
-	transportTimeout = 10 * time.Second
-	// rpcsInFlight is how many AppendEntries RPCs a leader keeps in
-	// flight to each follower. hashicorp/raft's default, 2, makes entries
-	// that arrive while two are in flight wait for the first's answer: on
-	// a slow link, most of a round trip more (chaos slow-network at +250
-	// ms each way: 53% of the baseline with 2, 62% and 70% with 16; the
-	// standard run is unchanged).
-	rpcsInFlight = 16
-	// logCacheEntries is how many recent log entries stay in memory, so
-	// that replicating them to followers does not read the log store. A
-	// write entry holds a whole batch's writes for the shard, and every
-	// replica caches what it stores, so the cache is a large part of a
-	// server's live heap (about 117 MB of a follower's 437 MB at RF=3
-	// under the standard load). 128 entries halved the page faults of a
-	// run's first seconds where huge pages are off, but a new leader
-	// behind a burst of retried batches then read its followers' entries
-	// from the log store, and the first write after a crash took up to 4 s
-	// (docs/results.md, "Heap growth and page faults").
-	logCacheEntries = 1024
-	// snapshotsRetained is how many snapshots a shard keeps on disk.
-	snapshotsRetained = 2
-	// maxAppendEntries is how many entries go in one AppendEntries RPC and
-	// one disk write: the group commit of concurrent batches.
-	maxAppendEntries = 256
-	// barrierTimeout bounds a new leader's wait for its first barrier,
-	// after which it serves reads.
-	barrierTimeout = 10 * time.Second
-	// dataDirMode and the snapshot files' modes keep a shard's data
-	// readable by the server's user only.
-	dataDirMode = 0o700
 )
 
 // Group is this server's replica of one shard: a Raft node, its log and
@@ -128,11 +36,11 @@ type Group struct {
 	timing    failover.Timing
 	peerStat  StatusFunc
 	suspect   chan struct{} // an inbound Raft connection ended
-	logs      raftStore
+	logs      raftstore.Store
 	log       *slog.Logger
 	// disk watches the space of this server's data dir and its peers'
 	// (nil: replicas in memory).
-	disk *diskWatch
+	disk *diskspace.Watch
 
 	// readyTerm is the term in which this replica, as leader, has applied
 	// every entry committed before it: reads are served only in that term.
@@ -166,7 +74,7 @@ type groupConfig struct {
 	join      bool
 	dir       string
 	noSync    bool
-	logFormat LogFormat
+	logFormat raftstore.LogFormat
 	timing    Timing
 	dial      DialFunc
 	peerStat  StatusFunc
@@ -181,52 +89,7 @@ type groupConfig struct {
 	damaged func(error)
 	log     *slog.Logger
 	// disk watches the server's data dir (nil with dir "").
-	disk *diskWatch
-}
-
-// openStores returns the replica's log and snapshot stores: files in
-// gc.dir, or memory when gc.dir is empty.
-func openStores(gc groupConfig, hlog hclog.Logger) (raftStore, raft.SnapshotStore, error) {
-	if gc.dir == "" {
-		return raft.NewInmemStore(), &memSnapshots{}, nil
-	}
-	if err := mkdirAllDurable(gc.dir, dataDirMode); err != nil {
-		return nil, nil, fmt.Errorf("replica: shard %d data dir: %w", gc.shard, err)
-	}
-	if err := roomForLog(gc.dir); err != nil {
-		return nil, nil, fmt.Errorf("replica: shard %d: %w", gc.shard, err)
-	}
-	checked, err := openCheckedLog(gc.dir, gc.logFormat, gc.noSync, hlog)
-	if err != nil {
-		return nil, nil, fmt.Errorf("replica: shard %d log: %w", gc.shard, err)
-	}
-	snaps, err := openSnapshots(gc.dir, snapshotsRetained, hlog)
-	if err != nil {
-		_ = closeLogStore(checked)
-		return nil, nil, fmt.Errorf("replica: shard %d snapshots: %w", gc.shard, err)
-	}
-	if err := checkReplicaData(gc.dir, checked, snaps); err != nil {
-		kept := keepState(checked)
-		_ = closeLogStore(checked)
-		return nil, nil, &damagedError{shard: gc.shard, err: err, kept: kept}
-	}
-	checked.setOnCorrupt(gc.damaged)
-	// A log sealed for want of space is reopened, checksums and all, once
-	// space returns (spacelog.go).
-	reopen := func() (raftStore, error) {
-		l, err := openCheckedLog(gc.dir, gc.logFormat, gc.noSync, hlog)
-		if err != nil {
-			return nil, err
-		}
-		l.setOnCorrupt(gc.damaged)
-		return l, nil
-	}
-	lg := gc.log
-	if lg == nil {
-		lg = slog.New(slog.DiscardHandler)
-	}
-	logs := raftStore(newSpaceLog(checked, gc.dir, gc.disk, reopen, lg.With("shard", gc.shard)))
-	return logs, &checkedSnapshots{SnapshotStore: snaps, onCorrupt: gc.damaged}, nil
+	disk *diskspace.Watch
 }
 
 func openGroup(gc groupConfig) (g *Group, err error) {
@@ -242,13 +105,18 @@ func openGroup(gc groupConfig) (g *Group, err error) {
 	if gc.damaged == nil {
 		gc.damaged = func(error) {}
 	}
-	rebuildTo, rebuilding := rebuildTarget(gc.dir)
+	rebuildTo, rebuilding := raftstore.RebuildTarget(gc.dir)
 	if rebuilding {
 		gc.join = true // it must never bootstrap a configuration of its own
 		g.rebuilding.Store(true)
 	}
 	hlog := newRaftLogger(g.log)
-	logs, snaps, err := openStores(gc, hlog)
+	logs, snaps, err := raftstore.Open(raftstore.Config{Shard: gc.shard, Dir: gc.dir, Format: gc.logFormat,
+		NoSync: gc.noSync, Disk: gc.disk, OnCorrupt: gc.damaged, Logger: gc.log, RaftLogger: hlog})
+	var dmg *raftstore.DamagedError
+	if errors.As(err, &dmg) {
+		return nil, &damagedError{shard: gc.shard, err: dmg.Err, kept: dmg.Kept}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -393,19 +261,6 @@ func (g *Group) LeaderHint() string {
 	addr, _ := g.raft.LeaderWithID()
 	return string(addr)
 }
-
-// ErrLeadershipLost says a write's leader lost its leadership before the
-// write committed: it may or may not be applied later.
-var ErrLeadershipLost = raft.ErrLeadershipLost
-
-// ErrNotLeader says this replica cannot serve the shard now: it is not
-// the leader, or not yet ready to serve reads in its term.
-var ErrNotLeader = errors.New("replica: not the leader")
-
-// ErrHandingOver says this replica, the leader, is handing its
-// leadership to another and took nothing in meanwhile. It is an
-// ErrNotLeader; AwaitNewLeader names the next leader.
-var ErrHandingOver = fmt.Errorf("%w: handing leadership over", ErrNotLeader)
 
 // AwaitNewLeader waits, up to timeout, until this replica knows a leader
 // other than itself after a hand-over, and returns it ("" if none came).
@@ -576,4 +431,4 @@ func (g *Group) close() error {
 }
 
 // closeLogs closes the log store if it holds files.
-func (g *Group) closeLogs() error { return closeLogStore(g.logs) }
+func (g *Group) closeLogs() error { return raftstore.Close(g.logs) }

@@ -8,13 +8,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/batchkv/batchkv/kvs/replica/failover"
-)
-
-// The keys under which hashicorp/raft keeps a replica's last vote in its
-// stable store (persistVote): the term, and the candidate's address.
-var (
-	keyLastVoteTerm = []byte("LastVoteTerm")
-	keyLastVoteCand = []byte("LastVoteCand")
+	"github.com/batchkv/batchkv/kvs/replica/raftstore"
 )
 
 // preVoteGuard is a shard's Raft transport with one rule of its own: it
@@ -132,10 +126,8 @@ func (g *Group) stands() { g.standing.note(g.raft.CurrentTerm()+1, g.heartbeat) 
 // lastVote returns the last vote this replica cast, or is about to cast
 // for itself (stands); ok false when it has none on record.
 func (g *Group) lastVote() (v failover.Vote, ok bool) {
-	if term, err := g.logs.GetUint64(keyLastVoteTerm); err == nil {
-		if cand, err := g.logs.Get(keyLastVoteCand); err == nil {
-			v, ok = failover.Vote{Term: term, For: string(cand)}, true
-		}
+	if term, cand, found := raftstore.LastVote(g.logs); found {
+		v, ok = failover.Vote{Term: term, For: string(cand)}, true
 	}
 	if term := g.standing.get(); term > v.Term {
 		v, ok = failover.Vote{Term: term, For: g.self}, true

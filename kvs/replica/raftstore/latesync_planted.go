@@ -1,6 +1,6 @@
 //go:build planted_latesync
 
-package replica
+package raftstore
 
 import (
 	"github.com/hashicorp/raft-wal/types"

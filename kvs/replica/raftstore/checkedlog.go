@@ -1,4 +1,4 @@
-package replica
+package raftstore
 
 import (
 	"encoding/binary"
@@ -36,42 +36,13 @@ const (
 // castagnoli is CRC-32C's table, which the CPU computes in hardware.
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// ErrCorrupt says a replica found its data damaged: a log entry or a
-// snapshot whose checksum fails, or a log that cannot be read. A
-// *CorruptError says where.
-var ErrCorrupt = errors.New("replica: damaged data")
-
-// CorruptError is a damaged record: the file that holds it, and the log
-// index or byte offset of the record.
-type CorruptError struct {
-	// File is the file the record is in (a log segment, the BoltDB log,
-	// or a snapshot's state file), or the directory when the file is
-	// unknown.
-	File string
-	// Index is the log index of a damaged entry; 0 for a snapshot.
-	Index uint64
-	// Detail says what is wrong.
-	Detail string
-}
-
-// Error implements error.
-func (e *CorruptError) Error() string {
-	if e.Index > 0 {
-		return fmt.Sprintf("%v: %s, log entry %d: %s", ErrCorrupt, e.File, e.Index, e.Detail)
-	}
-	return fmt.Sprintf("%v: %s: %s", ErrCorrupt, e.File, e.Detail)
-}
-
-// Unwrap makes errors.Is(err, ErrCorrupt) hold.
-func (e *CorruptError) Unwrap() error { return ErrCorrupt }
-
 // checkedLog is a replica's log store that checksums every entry it
 // stores and verifies every entry it reads. A failed check calls
 // onCorrupt (once) as well as returning the error. The store under it
 // must copy what StoreLogs gives it (raft-wal and BoltDB encode each
 // entry): the copies it passes are reused.
 type checkedLog struct {
-	raftStore
+	Store
 	// fileOf names the file that holds entry index, for messages.
 	fileOf func(index uint64) string
 	// legacy accepts entries without a checksum: the log was written
@@ -129,7 +100,7 @@ func (c *checkedLog) StoreLogs(logs []*raft.Log) error {
 		copies[i].Extensions = ext[start:len(ext):len(ext)]
 		ptrs[i] = &copies[i]
 	}
-	err := c.raftStore.StoreLogs(ptrs)
+	err := c.Store.StoreLogs(ptrs)
 	clear(copies) // drop the references to the entries' data
 	return err
 }
@@ -155,7 +126,7 @@ func (c *checkedLog) getLog(index uint64, l *raft.Log) (checked bool, err error)
 			err = &CorruptError{File: c.fileOf(index), Index: index, Detail: fmt.Sprintf("the log store failed reading it: %v", p)}
 		}
 	}()
-	if err := c.raftStore.GetLog(index, l); err != nil {
+	if err := c.Store.GetLog(index, l); err != nil {
 		return false, err
 	}
 	return c.verify(index, l)
@@ -233,15 +204,15 @@ func (c *checkedLog) verifyAll() (allChecked bool, err error) {
 }
 
 // Close closes the log store under the checks.
-func (c *checkedLog) Close() error { return closeLogStore(c.raftStore) }
+func (c *checkedLog) Close() error { return Close(c.Store) }
 
 // IsMonotonic implements raft.MonotonicLogStore: it passes on what the
 // store under it says. Raft then drops the whole log when it installs a
 // snapshot past it, which raft-wal needs (it takes no entry after a gap).
-func (c *checkedLog) IsMonotonic() bool { return isMonotonic(c.raftStore) }
+func (c *checkedLog) IsMonotonic() bool { return isMonotonic(c.Store) }
 
 // isMonotonic reports whether s is a raft.MonotonicLogStore that says so.
-func isMonotonic(s raftStore) bool {
+func isMonotonic(s Store) bool {
 	m, ok := s.(raft.MonotonicLogStore)
 	return ok && m.IsMonotonic()
 }

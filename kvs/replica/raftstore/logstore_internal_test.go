@@ -1,4 +1,4 @@
-package replica
+package raftstore
 
 import (
 	"bytes"
@@ -24,7 +24,7 @@ func entryData(index uint64, n int) []byte {
 
 // checkLog requires s to hold exactly the entries from..to, as
 // entryData made them.
-func checkLog(t *testing.T, s raftStore, from, to uint64) {
+func checkLog(t *testing.T, s Store, from, to uint64) {
 	t.Helper()
 	first, err := s.FirstIndex()
 	require.NoError(t, err)
@@ -52,12 +52,12 @@ func TestLogStoreReopens(t *testing.T) {
 	}{{"wal", LogWAL, false}, {"wal-nosync", LogWAL, true}, {"bolt", LogBolt, false}} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
-			open := func() raftStore {
+			open := func() Store {
 				s, err := openLogStore(dir, c.format, c.noSync, hclog.NewNullLogger())
 				require.NoError(t, err)
 				return s
 			}
-			store := func(s raftStore, from, to uint64) {
+			store := func(s Store, from, to uint64) {
 				for i := from; i <= to; i += 10 {
 					var logs []*raft.Log
 					for j := i; j < i+10 && j <= to; j++ {
@@ -66,8 +66,8 @@ func TestLogStoreReopens(t *testing.T) {
 					require.NoError(t, s.StoreLogs(logs))
 				}
 			}
-			closeAndCheck := func(s raftStore) {
-				require.NoError(t, closeLogStore(s))
+			closeAndCheck := func(s Store) {
+				require.NoError(t, Close(s))
 				if c.format == LogBolt {
 					boltConsistent(t, filepath.Join(dir, boltLogName))
 				}
@@ -92,7 +92,7 @@ func TestLogStoreReopens(t *testing.T) {
 
 			s = open()
 			checkLog(t, s, 2501, 4000)
-			require.NoError(t, closeLogStore(s))
+			require.NoError(t, Close(s))
 		})
 	}
 }
@@ -119,7 +119,7 @@ func TestLogStoreKeepsItsFormat(t *testing.T) {
 		s, err := openLogStore(dir, c.made, false, hclog.NewNullLogger())
 		require.NoError(t, err)
 		require.NoError(t, s.StoreLogs([]*raft.Log{{Index: 1, Term: 1, Type: raft.LogCommand, Data: entryData(1, 100)}}))
-		require.NoError(t, closeLogStore(s))
+		require.NoError(t, Close(s))
 		before, err := os.ReadDir(dir)
 		require.NoError(t, err)
 
@@ -134,7 +134,7 @@ func TestLogStoreKeepsItsFormat(t *testing.T) {
 		last, err := s.LastIndex()
 		require.NoError(t, err)
 		require.Equal(t, uint64(1), last)
-		require.NoError(t, closeLogStore(s))
+		require.NoError(t, Close(s))
 	}
 }
 
@@ -167,19 +167,19 @@ func TestParseLogFormat(t *testing.T) {
 func BenchmarkLogStore(b *testing.B) {
 	for _, c := range []struct {
 		name string
-		open func(dir string) (raftStore, error)
+		open func(dir string) (Store, error)
 	}{
-		{"bolt-default", func(dir string) (raftStore, error) {
+		{"bolt-default", func(dir string) (Store, error) {
 			return raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, boltLogName)})
 		}},
-		{"bolt", func(dir string) (raftStore, error) { return openLogStore(dir, LogBolt, false, hclog.NewNullLogger()) }},
-		{"wal", func(dir string) (raftStore, error) { return openLogStore(dir, LogWAL, false, hclog.NewNullLogger()) }},
-		{"wal-nosync", func(dir string) (raftStore, error) { return openLogStore(dir, LogWAL, true, hclog.NewNullLogger()) }},
+		{"bolt", func(dir string) (Store, error) { return openLogStore(dir, LogBolt, false, hclog.NewNullLogger()) }},
+		{"wal", func(dir string) (Store, error) { return openLogStore(dir, LogWAL, false, hclog.NewNullLogger()) }},
+		{"wal-nosync", func(dir string) (Store, error) { return openLogStore(dir, LogWAL, true, hclog.NewNullLogger()) }},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			s, err := c.open(b.TempDir())
 			require.NoError(b, err)
-			defer func() { _ = closeLogStore(s) }()
+			defer func() { _ = Close(s) }()
 			data := entryData(0, 30_000)
 			cpu0 := procstat.Read().CPU
 			b.ResetTimer()

@@ -1,4 +1,4 @@
-package replica
+package raftstore
 
 import (
 	"cmp"
@@ -51,10 +51,10 @@ func openCheckedLog(dir string, format LogFormat, noSync bool, hlog hclog.Logger
 		}
 		return nil, err
 	}
-	c := &checkedLog{raftStore: s, fileOf: logFiles(dir, format), legacy: had != "" && markErr != nil}
+	c := &checkedLog{Store: s, fileOf: logFiles(dir, format), legacy: had != "" && markErr != nil}
 	if had == "" {
 		if err := writeMark(dir, checksumsMark, ""); err != nil {
-			_ = closeLogStore(s)
+			_ = Close(s)
 			return nil, err
 		}
 	}
@@ -194,68 +194,4 @@ func latestSnapshot(dir string) (*raft.SnapshotMeta, error) {
 	return slices.MaxFunc(metas, func(a, b *raft.SnapshotMeta) int {
 		return cmp.Or(cmp.Compare(a.Term, b.Term), cmp.Compare(a.Index, b.Index), cmp.Compare(a.ID, b.ID))
 	}), nil
-}
-
-// keptState is what a damaged replica keeps when it is rebuilt: its term
-// and vote, so that it cannot vote twice in a term, and the last index
-// its log had, which it waits to reach again before it votes at all.
-type keptState struct {
-	term, voteTerm uint64
-	voteFor        []byte
-	last           uint64
-	known          bool // the term and vote were readable
-}
-
-// keepState reads what a damaged replica keeps from its stores.
-func keepState(logs raftStore) keptState {
-	var k keptState
-	k.last, _ = logs.LastIndex()
-	term, err1 := logs.GetUint64(keyCurrentTerm)
-	voteTerm, err2 := logs.GetUint64(keyLastVoteTerm)
-	voteFor, err3 := logs.Get(keyLastVoteCand)
-	k.term, k.voteTerm, k.voteFor = term, voteTerm, voteFor
-	k.known = err1 == nil && err2 == nil && err3 == nil
-	return k
-}
-
-// keyCurrentTerm is where hashicorp/raft keeps a replica's term.
-var keyCurrentTerm = []byte("CurrentTerm")
-
-// wipeForRebuild deletes a damaged replica's data in dir and starts it
-// again: an empty log (in format) holding only the kept term and vote,
-// and rebuildMark holding the last index the damaged log had.
-func wipeForRebuild(dir string, format LogFormat, k keptState, hlog hclog.Logger) error {
-	if err := os.RemoveAll(dir); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dir, dataDirMode); err != nil {
-		return err
-	}
-	logs, err := openCheckedLog(dir, format, false, hlog)
-	if err != nil {
-		return err
-	}
-	if k.known {
-		err = errors.Join(logs.SetUint64(keyCurrentTerm, k.term), logs.SetUint64(keyLastVoteTerm, k.voteTerm),
-			logs.Set(keyLastVoteCand, k.voteFor))
-	}
-	err = errors.Join(err, logs.Close())
-	if err != nil {
-		return err
-	}
-	return writeMark(dir, rebuildMark, strconv.FormatUint(k.last, 10))
-}
-
-// rebuildTarget returns the last index recorded in dir's rebuildMark, and
-// whether the replica is being rebuilt.
-func rebuildTarget(dir string) (uint64, bool) {
-	if dir == "" {
-		return 0, false
-	}
-	raw, err := os.ReadFile(filepath.Join(dir, rebuildMark))
-	if err != nil {
-		return 0, false
-	}
-	n, _ := strconv.ParseUint(strings.TrimSpace(string(raw)), 10, 64)
-	return n, true
 }

@@ -1,4 +1,4 @@
-package replica
+package raftstore
 
 import (
 	"fmt"
@@ -34,9 +34,9 @@ func BenchmarkCheckedLog(b *testing.B) {
 				name = fmt.Sprintf("%dKiB/checked", size>>10)
 			}
 			b.Run(name, func(b *testing.B) {
-				var s raftStore = copyingStore{raft.NewInmemStore()}
+				var s Store = copyingStore{raft.NewInmemStore()}
 				if checked {
-					s = &checkedLog{raftStore: s, fileOf: func(uint64) string { return "memory" }}
+					s = &checkedLog{Store: s, fileOf: func(uint64) string { return "memory" }}
 				}
 				data := make([]byte, size)
 				batch := make([]*raft.Log, 64)

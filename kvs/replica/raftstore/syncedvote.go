@@ -1,4 +1,4 @@
-package replica
+package raftstore
 
 import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"

@@ -1,4 +1,4 @@
-package replica
+package raftstore
 
 import (
 	"errors"
@@ -53,14 +53,14 @@ const (
 	boltLogName = "raft.db"
 )
 
-// walSegmentSize is the size of one segment file of a WAL log, allocated
+// WALSegmentSize is the size of one segment file of a WAL log, allocated
 // when the segment is created. A shard's log under the standard load
 // grows by about 5 MB/s, and a snapshot lets it drop whole segments.
-const walSegmentSize = 16 << 20
+const WALSegmentSize = 16 << 20
 
-// raftStore is where a replica keeps its Raft log and its term and vote:
+// Store is where a replica keeps its Raft log and its term and vote:
 // files in its shard's data dir, or memory for a replica without one.
-type raftStore interface {
+type Store interface {
 	raft.LogStore
 	raft.StableStore
 }
@@ -90,7 +90,7 @@ func formatOnDisk(dir string) (LogFormat, error) {
 // format ("" is LogWAL), creating it if dir holds none. A dir that holds
 // a log in the other format is an error, and is left as it was: the
 // server must be started with that format (or the dir moved away).
-func openLogStore(dir string, format LogFormat, noSync bool, hlog hclog.Logger) (raftStore, error) {
+func openLogStore(dir string, format LogFormat, noSync bool, hlog hclog.Logger) (Store, error) {
 	format, err := ParseLogFormat(string(format))
 	if err != nil {
 		return nil, err
@@ -107,7 +107,7 @@ func openLogStore(dir string, format LogFormat, noSync bool, hlog hclog.Logger) 
 		if err != nil {
 			return nil, err
 		}
-		if err := syncDir(dir); err != nil { // raft.db's entry
+		if err := SyncDir(dir); err != nil { // raft.db's entry
 			_ = bs.Close()
 			return nil, err
 		}
@@ -117,7 +117,7 @@ func openLogStore(dir string, format LogFormat, noSync bool, hlog hclog.Logger) 
 		return bs, nil
 	}
 	walDir := filepath.Join(dir, walDirName)
-	if err := mkdirAllDurable(walDir, dataDirMode); err != nil {
+	if err := MkdirAllDurable(walDir, DataDirMode); err != nil {
 		return nil, err
 	}
 	var vfs types.VFS = walfs.New()
@@ -125,22 +125,22 @@ func openLogStore(dir string, format LogFormat, noSync bool, hlog hclog.Logger) 
 		vfs = noSyncFS{vfs}
 	}
 	vfs = plantLateSync(vfs)
-	w, err := wal.Open(walDir, wal.WithLogger(hlog.Named("wal")), wal.WithSegmentSize(walSegmentSize),
+	w, err := wal.Open(walDir, wal.WithLogger(hlog.Named("wal")), wal.WithSegmentSize(WALSegmentSize),
 		wal.WithSegmentFiler(segment.NewFiler(walDir, vfs)))
 	if err != nil {
 		return nil, err
 	}
 	// The WAL's meta file (term and vote) is synced, its name is not
 	// (the first segment's sync does that, never under -unsafe-nosync).
-	if err := syncDir(walDir); err != nil {
+	if err := SyncDir(walDir); err != nil {
 		_ = w.Close()
 		return nil, err
 	}
 	return w, nil
 }
 
-// closeLogStore closes a log store that holds files.
-func closeLogStore(s raftStore) error {
+// Close closes a log store that holds files.
+func Close(s Store) error {
 	if c, ok := s.(io.Closer); ok {
 		return c.Close()
 	}

@@ -1,4 +1,4 @@
-package replica
+package raftstore
 
 import (
 	"bytes"
@@ -25,7 +25,7 @@ func checkedData(i uint64, n int) []byte {
 
 // storeChecked appends entries from..to to s, 100 to a batch, every
 // third with extensions of its own.
-func storeChecked(t *testing.T, s raftStore, from, to uint64, size int) {
+func storeChecked(t *testing.T, s Store, from, to uint64, size int) {
 	t.Helper()
 	var batch []*raft.Log
 	for i := from; i <= to; i++ {
@@ -108,7 +108,7 @@ func TestCheckedLogFindsFlippedBytes(t *testing.T) {
 			}
 			s := open()
 			storeChecked(t, s, 1, c.entries, size)
-			require.NoError(t, closeLogStore(s))
+			require.NoError(t, Close(s))
 
 			s = open()
 			require.NoError(t, checkReplicaData(dir, s, nil))
@@ -122,12 +122,12 @@ func TestCheckedLogFindsFlippedBytes(t *testing.T) {
 					require.Nil(t, l.Extensions)
 				}
 			}
-			require.NoError(t, closeLogStore(s))
+			require.NoError(t, Close(s))
 
 			file := flipEntry(t, dir, c.damaged)
 			require.True(t, strings.HasSuffix(file, c.file), "entry %d in %s", c.damaged, file)
 			s = open()
-			defer func() { require.NoError(t, closeLogStore(s)) }()
+			defer func() { require.NoError(t, Close(s)) }()
 			err := checkReplicaData(dir, s, nil)
 			var ce *CorruptError
 			require.ErrorAs(t, err, &ce)
@@ -173,7 +173,7 @@ func TestCheckedLogOpensLegacyLogs(t *testing.T) {
 	raw, err := openLogStore(dir, LogWAL, true, hclog.NewNullLogger())
 	require.NoError(t, err)
 	storeChecked(t, raw, 1, 10, 100)
-	require.NoError(t, closeLogStore(raw))
+	require.NoError(t, Close(raw))
 
 	s, err := openCheckedLog(dir, LogWAL, true, hclog.NewNullLogger())
 	require.NoError(t, err)
@@ -192,10 +192,10 @@ func TestCheckedLogOpensLegacyLogs(t *testing.T) {
 	require.FileExists(t, filepath.Join(dir, checksumsMark))
 	require.False(t, s.legacy)
 	// An entry without a checksum in a marked log is damage.
-	require.NoError(t, s.raftStore.StoreLogs([]*raft.Log{{Index: 21, Term: 3, Data: []byte("unchecked")}}))
+	require.NoError(t, s.Store.StoreLogs([]*raft.Log{{Index: 21, Term: 3, Data: []byte("unchecked")}}))
 	var l raft.Log
 	require.ErrorIs(t, s.GetLog(21, &l), ErrCorrupt)
-	require.NoError(t, closeLogStore(s))
+	require.NoError(t, Close(s))
 }
 
 // TestCheckReplicaDataFindsDamagedSnapshots: a snapshot whose state file
@@ -208,7 +208,7 @@ func TestCheckReplicaDataFindsDamagedSnapshots(t *testing.T) {
 		dir := t.TempDir()
 		s, err := openCheckedLog(dir, LogWAL, true, hclog.NewNullLogger())
 		require.NoError(t, err)
-		t.Cleanup(func() { _ = closeLogStore(s) })
+		t.Cleanup(func() { _ = Close(s) })
 		storeChecked(t, s, 1, 40, 100)
 		snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, snapshotsRetained, hclog.NewNullLogger())
 		require.NoError(t, err)

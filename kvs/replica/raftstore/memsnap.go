@@ -1,4 +1,4 @@
-package replica
+package raftstore
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package replica
+package raftstore
 
 import (
 	"bytes"
@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batchkv/batchkv/internal/powercut"
-	"github.com/batchkv/batchkv/shard"
 )
 
 // The tests below cut the power (internal/powercut, strict POSIX mode: a
@@ -28,69 +27,25 @@ func cutPower(t *testing.T, fs *powercut.ChildFS) {
 	t.Logf("cut: %s", rep)
 }
 
-func TestPowerCutKeepsSavedMap(t *testing.T) {
-	layout, err := shard.New([]string{"a:1", "b:1", "c:1"}, 3, 3, 0)
-	require.NoError(t, err)
-	m := shard.Initial(layout, 0)
-	for _, c := range []struct {
-		name  string
-		save  func(dir string) error
-		keeps bool
-	}{
-		{"saveMap", func(dir string) error { return saveMap(dir, m) }, true},
-		{"planted: rename without syncing the directory", func(dir string) error {
-			if err := mkdirAllDurable(dir, dataDirMode); err != nil {
-				return err
-			}
-			f, err := os.Create(filepath.Join(dir, mapFile+".tmp"))
-			if err != nil {
-				return err
-			}
-			_, err = f.WriteString(`{}`)
-			require.NoError(t, f.Sync())
-			require.NoError(t, f.Close())
-			if err != nil {
-				return err
-			}
-			return os.Rename(filepath.Join(dir, mapFile+".tmp"), filepath.Join(dir, mapFile))
-		}, false},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			fs := powercut.MountForTest(t, powercut.Strict)
-			dir := filepath.Join(fs.Dir(), "data")
-			require.NoError(t, c.save(dir))
-			cutPower(t, fs)
-			got, err := LoadMap(dir)
-			require.NoError(t, err)
-			if c.keeps {
-				require.NotNil(t, got, "the saved map is gone after a power cut")
-				require.Equal(t, m.Epoch, got.Epoch)
-			} else {
-				require.Nil(t, got, "the check missed a map whose rename was never synced")
-			}
-		})
-	}
-}
-
 func TestPowerCutKeepsRemovedReplicaRemoved(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		remove func(dir string) error
 		gone   bool
 	}{
-		{"removeDirDurably", removeDirDurably, true},
+		{"RemoveDirDurably", RemoveDirDurably, true},
 		{"planted: os.RemoveAll", os.RemoveAll, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			fs := powercut.MountForTest(t, powercut.Ext4)
 			dir := filepath.Join(fs.Dir(), "data", "shard-1")
-			require.NoError(t, mkdirAllDurable(dir, dataDirMode))
+			require.NoError(t, MkdirAllDurable(dir, DataDirMode))
 			require.NoError(t, c.remove(dir))
 			cutPower(t, fs)
 			_, err := os.Stat(dir)
 			if c.gone {
 				require.ErrorIs(t, err, os.ErrNotExist, "a removed replica's directory is back after a power cut")
-				require.NoError(t, removeTrash(filepath.Dir(dir)))
+				require.NoError(t, RemoveTrash(filepath.Dir(dir)))
 			} else {
 				require.NoError(t, err, "the check missed a removal that a power cut undoes")
 			}
@@ -111,16 +66,16 @@ func TestPowerCutKeepsTermAndVote(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				fs := powercut.MountForTest(t, powercut.Strict)
-				gc := groupConfig{shard: 0, dir: filepath.Join(fs.Dir(), "data", "shard-0"), noSync: noSync, logFormat: format}
-				logs, snaps, err := openStores(gc, hclog.NewNullLogger())
+				cfg := Config{Shard: 0, Dir: filepath.Join(fs.Dir(), "data", "shard-0"), NoSync: noSync, Format: format}
+				logs, snaps, err := Open(cfg)
 				require.NoError(t, err)
 				require.NotNil(t, snaps)
 				require.NoError(t, logs.SetUint64([]byte("CurrentTerm"), 7))
-				require.NoError(t, closeLogStore(logs))
+				require.NoError(t, Close(logs))
 				cutPower(t, fs)
-				logs, _, err = openStores(gc, hclog.NewNullLogger())
+				logs, _, err = Open(cfg)
 				require.NoError(t, err)
-				defer func() { _ = closeLogStore(logs) }()
+				defer func() { _ = Close(logs) }()
 				term, err := logs.GetUint64([]byte("CurrentTerm"))
 				require.NoError(t, err)
 				require.Equal(t, uint64(7), term, "the term is lost after a power cut")
@@ -143,7 +98,7 @@ func TestPowerCutKeepsSnapshot(t *testing.T) {
 			return openSnapshots(base, snapshotsRetained, hclog.NewNullLogger())
 		}, true},
 		{"planted: raft.FileSnapshotStore alone", func(base string) (raft.SnapshotStore, error) {
-			if err := mkdirAllDurable(filepath.Join(base, "snapshots"), dataDirMode); err != nil {
+			if err := MkdirAllDurable(filepath.Join(base, "snapshots"), DataDirMode); err != nil {
 				return nil, err
 			}
 			return raft.NewFileSnapshotStoreWithLogger(base, snapshotsRetained, hclog.NewNullLogger())
@@ -152,7 +107,7 @@ func TestPowerCutKeepsSnapshot(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			fs := powercut.MountForTest(t, powercut.Strict)
 			base := filepath.Join(fs.Dir(), "data", "shard-0")
-			require.NoError(t, mkdirAllDurable(base, dataDirMode))
+			require.NoError(t, MkdirAllDurable(base, DataDirMode))
 			store, err := c.open(base)
 			require.NoError(t, err)
 			payload := bytes.Repeat([]byte("snapshot "), 1000)

@@ -1,4 +1,4 @@
-package replica
+package raftstore
 
 import (
 	"errors"
@@ -10,15 +10,9 @@ import (
 
 	"github.com/hashicorp/raft"
 	wal "github.com/hashicorp/raft-wal"
+
+	"github.com/batchkv/batchkv/kvs/replica/diskspace"
 )
-
-// ErrNoSpace says a write was refused because a majority of its shard's
-// replicas have full disks: it was not applied. Reads are still served.
-var ErrNoSpace = errors.New("replica: no space: a majority of the shard's replicas have full disks")
-
-// errLogRefused is what a full server's log store answers an append of
-// commands: Raft logs it, and the leader sends the entries again later.
-var errLogRefused = errors.New("replica: log store refuses commands: the data dir is full")
 
 // spaceLog is a shard's log store on a disk that may fill. It refuses
 // appends that carry commands while its server's disk refuses them
@@ -32,20 +26,20 @@ var errLogRefused = errors.New("replica: log store refuses commands: the data di
 // has room for a segment: the WAL's recovery then creates the segment its
 // metadata names. Reads are served by the old WAL until then.
 type spaceLog struct {
-	disk   *diskWatch
+	disk   *diskspace.Watch
 	dir    string
-	reopen func() (raftStore, error) // nil: the store cannot be reopened
+	reopen func() (Store, error) // nil: the store cannot be reopened
 	log    *slog.Logger
 
 	mu    sync.RWMutex // write-held while the inner store is replaced
-	inner raftStore    // guarded by mu
+	inner Store        // guarded by mu
 	// outOfSpace says an append failed for want of space; the inner
 	// store needs reopening.
 	outOfSpace atomic.Bool
 }
 
 // newSpaceLog wraps inner, a log store in dir that reopen opens again.
-func newSpaceLog(inner raftStore, dir string, disk *diskWatch, reopen func() (raftStore, error), log *slog.Logger) *spaceLog {
+func newSpaceLog(inner Store, dir string, disk *diskspace.Watch, reopen func() (Store, error), log *slog.Logger) *spaceLog {
 	return &spaceLog{inner: inner, dir: dir, disk: disk, reopen: reopen, log: log}
 }
 
@@ -79,7 +73,7 @@ func (s *spaceLog) StoreLog(l *raft.Log) error { return s.StoreLogs([]*raft.Log{
 
 // StoreLogs implements raft.LogStore.
 func (s *spaceLog) StoreLogs(logs []*raft.Log) error {
-	if s.disk.refuses() && hasCommand(logs) {
+	if s.disk.Refuses() && hasCommand(logs) {
 		return errLogRefused
 	}
 	if s.outOfSpace.Load() {
@@ -91,28 +85,28 @@ func (s *spaceLog) StoreLogs(logs []*raft.Log) error {
 	err := s.inner.StoreLogs(logs)
 	s.mu.RUnlock()
 	if err != nil && isOutOfSpace(err) && s.reopen != nil && !s.outOfSpace.Swap(true) {
-		free, _, _ := freeSpace(s.dir)
+		free, _, _ := diskspace.Free(s.dir)
 		s.log.Error("Raft log out of space: appends fail until the data dir has room for a segment",
-			"dir", s.dir, "free_bytes", free, "needs_bytes", walSegmentSize, "err", err)
+			"dir", s.dir, "free_bytes", free, "needs_bytes", WALSegmentSize, "err", err)
 	}
 	return err
 }
 
 // mend reopens the inner store once the disk has room for a new segment.
 func (s *spaceLog) mend() error {
-	free, _, err := freeSpace(s.dir)
+	free, _, err := diskspace.Free(s.dir)
 	if err != nil {
 		return err
 	}
-	if free < 2*walSegmentSize {
-		return fmt.Errorf("replica: Raft log in %s out of space: %d bytes free, a segment needs %d", s.dir, free, walSegmentSize)
+	if free < 2*WALSegmentSize {
+		return fmt.Errorf("replica: Raft log in %s out of space: %d bytes free, a segment needs %d", s.dir, free, WALSegmentSize)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.outOfSpace.Load() {
 		return nil // another append mended it
 	}
-	if err := closeLogStore(s.inner); err != nil {
+	if err := Close(s.inner); err != nil {
 		s.log.Warn("closing the Raft log to reopen it", "dir", s.dir, "err", err)
 	}
 	inner, err := s.reopen()
@@ -187,5 +181,5 @@ func (s *spaceLog) GetUint64(key []byte) (uint64, error) {
 func (s *spaceLog) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return closeLogStore(s.inner)
+	return Close(s.inner)
 }

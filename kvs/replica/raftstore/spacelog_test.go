@@ -1,4 +1,4 @@
-package replica
+package raftstore
 
 import (
 	"bytes"
@@ -39,7 +39,7 @@ func TestSpaceLogMendsASealedWAL(t *testing.T) {
 	mountTmpfs(t, dir, 40<<20)
 	var logged bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logged, nil))
-	open := func() (raftStore, error) { return openLogStore(dir, LogWAL, false, hclog.NewNullLogger()) }
+	open := func() (Store, error) { return openLogStore(dir, LogWAL, false, hclog.NewNullLogger()) }
 	inner, err := open()
 	require.NoError(t, err)
 	s := newSpaceLog(inner, dir, nil, open, log)

@@ -1,4 +1,4 @@
-package replica
+package raftstore
 
 import (
 	"errors"
@@ -18,8 +18,8 @@ import (
 // filesystems do not). The helpers below make the directories as durable
 // as the files: internal/powercut's filesystem loses whatever they miss.
 
-// syncDir fsyncs directory dir, making its entries durable.
-func syncDir(dir string) error {
+// SyncDir fsyncs directory dir, making its entries durable.
+func SyncDir(dir string) error {
 	f, err := os.Open(dir)
 	if err != nil {
 		return err
@@ -34,9 +34,9 @@ func syncDir(dir string) error {
 	return nil
 }
 
-// mkdirAllDurable is os.MkdirAll that also fsyncs the parent of every
+// MkdirAllDurable is os.MkdirAll that also fsyncs the parent of every
 // directory it creates, so that a power cut keeps the whole path.
-func mkdirAllDurable(dir string, perm os.FileMode) error {
+func MkdirAllDurable(dir string, perm os.FileMode) error {
 	dir = filepath.Clean(dir)
 	if st, err := os.Stat(dir); err == nil {
 		if !st.IsDir() {
@@ -46,24 +46,24 @@ func mkdirAllDurable(dir string, perm os.FileMode) error {
 	}
 	parent := filepath.Dir(dir)
 	if parent != dir {
-		if err := mkdirAllDurable(parent, perm); err != nil {
+		if err := MkdirAllDurable(parent, perm); err != nil {
 			return err
 		}
 	}
 	if err := os.Mkdir(dir, perm); err != nil && !errors.Is(err, os.ErrExist) {
 		return err
 	}
-	return syncDir(parent)
+	return SyncDir(parent)
 }
 
 // trashSuffix marks a replica's directory that is being deleted.
 const trashSuffix = ".removing"
 
-// removeDirDurably deletes dir so that a power cut cannot bring it back
+// RemoveDirDurably deletes dir so that a power cut cannot bring it back
 // under its name: it renames dir away, syncs the parent, then deletes it.
 // A cut in the middle leaves a directory named *.removing, which no
 // replica opens.
-func removeDirDurably(dir string) error {
+func RemoveDirDurably(dir string) error {
 	trash := fmt.Sprintf("%s.%d%s", dir, time.Now().UnixNano(), trashSuffix)
 	if err := os.Rename(dir, trash); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -72,18 +72,18 @@ func removeDirDurably(dir string) error {
 		return err
 	}
 	parent := filepath.Dir(dir)
-	if err := syncDir(parent); err != nil {
+	if err := SyncDir(parent); err != nil {
 		return err
 	}
 	if err := os.RemoveAll(trash); err != nil {
 		return err
 	}
-	return syncDir(parent)
+	return SyncDir(parent)
 }
 
-// removeTrash deletes what removeDirDurably left in dir when the power
+// RemoveTrash deletes what RemoveDirDurably left in dir when the power
 // was cut in the middle.
-func removeTrash(dir string) error {
+func RemoveTrash(dir string) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -114,7 +114,7 @@ type durableSnapshots struct {
 // base/snapshots durably.
 func openSnapshots(base string, retain int, logger hclog.Logger) (*durableSnapshots, error) {
 	dir := filepath.Join(base, "snapshots")
-	if err := mkdirAllDurable(dir, dataDirMode); err != nil {
+	if err := MkdirAllDurable(dir, DataDirMode); err != nil {
 		return nil, err
 	}
 	fss, err := raft.NewFileSnapshotStoreWithLogger(base, retain, logger)
@@ -146,5 +146,5 @@ func (s *durableSink) Close() error {
 	if err := s.SnapshotSink.Close(); err != nil {
 		return err
 	}
-	return syncDir(filepath.Join(s.dir, s.ID()))
+	return SyncDir(filepath.Join(s.dir, s.ID()))
 }

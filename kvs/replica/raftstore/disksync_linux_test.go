@@ -1,6 +1,6 @@
 //go:build linux
 
-package replica
+package raftstore
 
 import (
 	"fmt"
@@ -17,7 +17,7 @@ import (
 
 // diskSyncFileBytes is the size of the file BenchmarkDiskSync appends to:
 // a WAL segment's.
-const diskSyncFileBytes = walSegmentSize
+const diskSyncFileBytes = WALSegmentSize
 
 // BenchmarkDiskSync measures what one durable append costs on the disk
 // under the benchmark's temporary directory (set TMPDIR to try another),
