@@ -6,16 +6,13 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/batchkv/batchkv/kvs/replica/commitgate"
 	"github.com/batchkv/batchkv/kvs/replica/failover"
+	"github.com/batchkv/batchkv/kvs/replica/fsm"
 	"github.com/batchkv/batchkv/kvs/replica/raftstore"
 	"github.com/batchkv/batchkv/kvs/store"
 	"github.com/batchkv/batchkv/shard"
 )
-
-// DefaultSessionTTL is how long a shard remembers a client session after
-// its last batch. A batch retried later than this after its first attempt
-// may apply twice.
-const DefaultSessionTTL = 10 * time.Minute
 
 // Config configures the replicas a server hosts.
 type Config struct {
@@ -56,7 +53,7 @@ type Config struct {
 	// Timing sets the Raft timeouts and the failover delays.
 	Timing Timing
 	// SessionTTL is how long a shard remembers a client session; zero
-	// means DefaultSessionTTL.
+	// means fsm.DefaultSessionTTL.
 	SessionTTL time.Duration
 	// NewStore makes an empty store for a shard, and for each snapshot
 	// restore. Nil means store.NewArena.
@@ -79,7 +76,7 @@ type Config struct {
 	// RequestTime returns the recent mean time a request spends in the
 	// server, from its arrival to its reply; the shards' commit gates hold
 	// entries when it is at least twice Timing.CommitWindow. Nil leaves
-	// them only their own measure (commitgate.go).
+	// them only their own measure (package commitgate).
 	RequestTime func() time.Duration
 	// Fatal is called when a replica finds its data damaged while it runs
 	// and the shard has no other replica to rebuild it from: the replica
@@ -101,7 +98,7 @@ func (cfg *Config) validate() error {
 		cfg.Dial = DialTCP
 	}
 	if cfg.SessionTTL == 0 {
-		cfg.SessionTTL = DefaultSessionTTL
+		cfg.SessionTTL = fsm.DefaultSessionTTL
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -145,7 +142,7 @@ type Timing struct {
 	// lease.go). Default 400 ms.
 	LeaseRead time.Duration
 	// CommitWindow is how long a leader under heavy load holds an entry,
-	// to send it with the entries that arrive after it (commitgate.go);
+	// to send it with the entries that arrive after it (package commitgate);
 	// 0 sends every entry at once. Default 40 ms.
 	CommitWindow time.Duration
 	// Failover holds the delays of fast failover; zero fields take
@@ -168,7 +165,7 @@ func DefaultTiming() Timing {
 		TrailingLogs:       1024,
 		SnapshotInterval:   10 * time.Second,
 		LeaseRead:          400 * time.Millisecond,
-		CommitWindow:       40 * time.Millisecond,
+		CommitWindow:       commitgate.DefaultWindow,
 		Failover:           failover.DefaultTiming(),
 	}
 }

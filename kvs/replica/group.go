@@ -10,8 +10,10 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/batchkv/batchkv/kvs/replica/commitgate"
 	"github.com/batchkv/batchkv/kvs/replica/diskspace"
 	"github.com/batchkv/batchkv/kvs/replica/failover"
+	"github.com/batchkv/batchkv/kvs/replica/fsm"
 	"github.com/batchkv/batchkv/kvs/replica/raftstore"
 	"github.com/batchkv/batchkv/kvs/store"
 	"github.com/batchkv/batchkv/wire"
@@ -28,7 +30,7 @@ type Group struct {
 	// first; a move changes it (SetPlacement).
 	place     atomic.Pointer[[]string]
 	raft      *raft.Raft
-	fsm       *shardFSM
+	fsm       *fsm.Machine
 	stream    *stream
 	transport *preVoteGuard
 	dial      DialFunc
@@ -51,7 +53,7 @@ type Group struct {
 	// lease lets a leader serve reads without a log entry (lease.go).
 	lease lease
 	// gate groups the entries this replica appends as leader.
-	gate commitGate
+	gate *commitgate.Gate
 	// standing is the term this replica is about to stand in (stands), and
 	// asked the latest election a peer asked it to vote in
 	// (notesVoteRequest).
@@ -100,8 +102,8 @@ func openGroup(gc groupConfig) (g *Group, err error) {
 		suspect: make(chan struct{}, 1), disk: gc.disk}
 	g.SetPlacement(gc.replicas)
 	g.lease.on, g.lease.dur, g.lease.base = gc.leases, gc.timing.LeaseRead, time.Now()
-	g.gate.limit, g.gate.requestTime = gc.timing.CommitWindow, gc.requestTime
-	g.fsm = newShardFSM(gc.newStore, gc.sessionTT)
+	g.gate = commitgate.New(commitgate.Config{Window: gc.timing.CommitWindow, RequestTime: gc.requestTime})
+	g.fsm = fsm.New(fsm.Config{NewStore: gc.newStore, SessionTTL: gc.sessionTT})
 	if gc.damaged == nil {
 		gc.damaged = func(error) {}
 	}
@@ -359,7 +361,7 @@ func (g *Group) Write(entry []byte, timeout time.Duration) (Written, error) {
 		}
 		return Written{}, err
 	}
-	res, _ := f.Response().(applyResult)
+	res, _ := f.Response().(fsm.Result)
 	// An entry of this term committed: the lease runs from before it was
 	// appended. (A term that moved before the entry was appended is
 	// caught by renew: the lease is granted for term, which then differs
@@ -367,14 +369,14 @@ func (g *Group) Write(entry []byte, timeout time.Duration) (Written, error) {
 	if g.readyTerm.Load() == term {
 		g.lease.renew(start, term)
 	}
-	return Written{Duplicate: res.duplicate, Results: res.results}, res.err
+	return Written{Duplicate: res.Duplicate, Results: res.Results}, res.Err
 }
 
 // append passes the commit gate, appends an entry with add, and waits
 // for Raft's answer.
 func (g *Group) append(add func() raft.Future) error {
-	g.gate.enter()
-	defer g.gate.done()
+	g.gate.Enter()
+	defer g.gate.Done()
 	return g.await(add())
 }
 
@@ -397,13 +399,13 @@ func (g *Group) await(f raft.Future) error {
 func (g *Group) Status(withDigest bool) wire.ShardStatus {
 	st := wire.ShardStatus{Shard: g.shard, Replicas: g.Placement(), State: g.raft.State().String(),
 		Leader: g.LeaderHint(), Term: g.raft.CurrentTerm(), LastIndex: g.raft.LastIndex(),
-		Commit: g.raft.CommitIndex(), Applied: g.raft.AppliedIndex(), Keys: g.fsm.current().Len(),
-		Restores: g.fsm.restores.Load()}
+		Commit: g.raft.CommitIndex(), Applied: g.raft.AppliedIndex(), Keys: g.fsm.Store().Len(),
+		Restores: g.fsm.Restores()}
 	if last := g.raft.LastContact(); g.raft.State() != raft.Leader && !last.IsZero() {
 		st.SinceContact = time.Since(last)
 	}
 	if withDigest {
-		st.Digest = g.fsm.digest()
+		st.Digest = g.fsm.Digest()
 	}
 	stats := g.raft.Stats()
 	st.Snapshot, st.LastLogTerm = statUint(stats, "last_snapshot_index"), statUint(stats, "last_log_term")
@@ -412,7 +414,7 @@ func (g *Group) Status(withDigest bool) wire.ShardStatus {
 
 // Store returns the shard's current store, for reads after ReadBarrier.
 // A snapshot restore replaces it; callers take it anew for each batch.
-func (g *Group) Store() store.Store { return g.fsm.current() }
+func (g *Group) Store() store.Store { return g.fsm.Store() }
 
 // Shard returns the shard this group replicates.
 func (g *Group) Shard() int { return g.shard }

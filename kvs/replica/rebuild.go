@@ -90,7 +90,7 @@ func (g *Group) watchRebuild(target uint64) {
 		}
 		g.rebuilding.Store(false)
 		g.log.Warn("replica rebuilt from its peers", "applied", applied, "damaged_log_last", target,
-			"snapshots_restored", g.fsm.restores.Load())
+			"snapshots_restored", g.fsm.Restores())
 		return
 	}
 }

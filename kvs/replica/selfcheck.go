@@ -108,7 +108,7 @@ func (s *Set) compareOnce(g *Group) (verdict error, compared bool) {
 		return nil, false
 	}
 	before := g.raft.AppliedIndex()
-	digest, keys := g.fsm.digest(), g.fsm.current().Len()
+	digest, keys := g.fsm.Digest(), g.fsm.Store().Len()
 	if g.raft.AppliedIndex() != before {
 		return nil, false
 	}

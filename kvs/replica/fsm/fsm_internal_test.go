@@ -1,4 +1,4 @@
-package replica
+package fsm
 
 import (
 	"bytes"
@@ -31,7 +31,7 @@ func TestShardDigest(t *testing.T) {
 	for _, name := range store.Kinds {
 		t.Run(name, func(t *testing.T) {
 			newStore := func() store.Store { s, _ := store.New(name); return s }
-			fill := func(order []int, edit func(store.Store)) *shardFSM {
+			fill := func(order []int, edit func(store.Store)) *Machine {
 				f := newShardFSM(newStore, DefaultSessionTTL)
 				for _, i := range order {
 					f.current().Put(fmt.Sprintf("k%d", i), fmt.Sprintf("v%d", i))
@@ -137,22 +137,6 @@ func TestSnapshotIsPointInTime(t *testing.T) {
 	}
 }
 
-// TestCheckLeaseRefusesUnsafeLeases: the default lease fits under the
-// silence threshold with room for clocks 50% apart; a lease that does not,
-// or none, is refused.
-func TestCheckLeaseRefusesUnsafeLeases(t *testing.T) {
-	tm := DefaultTiming()
-	if err := checkLease(tm); err != nil {
-		t.Fatalf("default lease refused: %v", err)
-	}
-	for _, d := range []time.Duration{0, 427 * time.Millisecond, 640 * time.Millisecond, 5 * time.Second} {
-		tm.LeaseRead = d
-		if err := checkLease(tm); err == nil {
-			t.Errorf("lease %v accepted; the silence threshold is 640ms", d)
-		}
-	}
-}
-
 // TestApplyKeepsNothingOfTheEntry: Apply decodes an entry's ops aliasing
 // its bytes, so it must keep none of them: after two entries (the second
 // shorter than the first) its reused ops slice holds no key or value, and
@@ -170,9 +154,9 @@ func TestApplyKeepsNothingOfTheEntry(t *testing.T) {
 				wire.Op{Code: wire.OpPut, Key: "c", Value: "vc"})
 			second := entry(2, wire.Op{Code: wire.OpGet, Key: "a"}, wire.Op{Code: wire.OpPut, Key: "a", Value: "va2"})
 			for _, l := range []*raft.Log{first, second} {
-				res, ok := f.Apply(l).(applyResult)
+				res, ok := f.Apply(l).(Result)
 				require.True(t, ok)
-				require.NoError(t, res.err)
+				require.NoError(t, res.Err)
 				for i := range l.Data {
 					l.Data[i] = 'X' // the log's bytes, changed after the apply
 				}

@@ -1,4 +1,4 @@
-package replica
+package fsm
 
 import (
 	"bufio"
@@ -51,7 +51,7 @@ type fsmSnapshot struct {
 }
 
 // Snapshot implements raft.FSM.
-func (f *shardFSM) Snapshot() (raft.FSMSnapshot, error) {
+func (f *Machine) Snapshot() (raft.FSMSnapshot, error) {
 	snap := &fsmSnapshot{sessions: maps.Clone(f.sessions)}
 	switch st := f.current().(type) {
 	case store.Freezer:
@@ -129,7 +129,7 @@ func (s *fsmSnapshot) Release() {
 
 // Restore implements raft.FSM: it replaces the shard's state with the
 // snapshot's. Readers switch to the new store at once.
-func (f *shardFSM) Restore(rc io.ReadCloser) error {
+func (f *Machine) Restore(rc io.ReadCloser) error {
 	defer func() { _ = rc.Close() }()
 	r := bufio.NewReaderSize(rc, 1<<20)
 	head := make([]byte, len(snapshotMagic))

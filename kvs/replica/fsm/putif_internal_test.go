@@ -1,4 +1,4 @@
-package replica
+package fsm
 
 import (
 	"bytes"
@@ -16,16 +16,16 @@ import (
 
 // applyBatch applies one batch to f as log entry index and returns what
 // Apply answered.
-func applyBatch(t *testing.T, f *shardFSM, index, session, seq uint64, ops ...wire.Op) applyResult {
+func applyBatch(t *testing.T, f *Machine, index, session, seq uint64, ops ...wire.Op) Result {
 	t.Helper()
 	data := wire.AppendBatchArgs(nil, &wire.BatchArgs{Session: session, Seq: seq, Ops: ops})
-	res, ok := f.Apply(&raft.Log{Index: index, Type: raft.LogCommand, Data: data, AppendedAt: time.Unix(1000, 0)}).(applyResult)
+	res, ok := f.Apply(&raft.Log{Index: index, Type: raft.LogCommand, Data: data, AppendedAt: time.Unix(1000, 0)}).(Result)
 	require.True(t, ok)
-	require.NoError(t, res.err)
+	require.NoError(t, res.Err)
 	return res
 }
 
-func newTestFSM() *shardFSM {
+func newTestFSM() *Machine {
 	return newShardFSM(func() store.Store { return store.NewArena() }, DefaultSessionTTL)
 }
 
@@ -44,20 +44,20 @@ func TestFSMDecidesPutIfOnceOnRetry(t *testing.T) {
 		{Code: wire.OpGet, Key: "n"},
 	}
 	first := applyBatch(t, f, 1, 7, 1, batch...)
-	require.False(t, first.duplicate)
+	require.False(t, first.Duplicate)
 	want := []wire.Result{
 		{Status: wire.StatusOK, Value: "1"},
 		{Status: wire.StatusOK},
 		{Status: wire.StatusMismatch, Value: "2"},
 		{Status: wire.StatusOK, Value: "2"},
 	}
-	require.Equal(t, want, first.results)
+	require.Equal(t, want, first.Results)
 
 	// Another session moves the key on; the retry must not see that.
 	applyBatch(t, f, 2, 8, 1, wire.Op{Code: wire.OpPut, Key: "n", Value: "1"})
 	retried := applyBatch(t, f, 3, 7, 1, batch...)
-	require.True(t, retried.duplicate)
-	require.Equal(t, []wire.Result{want[0], {Status: wire.StatusOK}, want[2], {Status: wire.StatusUnavail}}, retried.results)
+	require.True(t, retried.Duplicate)
+	require.Equal(t, []wire.Result{want[0], {Status: wire.StatusOK}, want[2], {Status: wire.StatusUnavail}}, retried.Results)
 	v, _ := store.Get(f.current(), "n")
 	require.Equal(t, "1", v, "the retry was applied again")
 
@@ -69,12 +69,12 @@ func TestFSMDecidesPutIfOnceOnRetry(t *testing.T) {
 	snap.Release()
 	g := newTestFSM()
 	require.NoError(t, g.Restore(io.NopCloser(&sink)))
-	require.Equal(t, retried.results, applyBatch(t, g, 4, 7, 1, batch...).results)
+	require.Equal(t, retried.Results, applyBatch(t, g, 4, 7, 1, batch...).Results)
 
 	// A new number on the session is decided on the current state.
 	again := applyBatch(t, g, 5, 7, 2, batch[0])
-	require.False(t, again.duplicate)
-	require.Equal(t, []wire.Result{{Status: wire.StatusOK, Value: "1"}}, again.results)
+	require.False(t, again.Duplicate)
+	require.Equal(t, []wire.Result{{Status: wire.StatusOK, Value: "1"}}, again.Results)
 }
 
 // TestFSMReplayNeedsTheSameBatch: a retry whose conditional puts are not
@@ -87,14 +87,14 @@ func TestFSMReplayNeedsTheSameBatch(t *testing.T) {
 	applyBatch(t, f, 1, 7, 1, cas)
 	applyBatch(t, f, 2, 7, 2, cas)
 	older := applyBatch(t, f, 3, 7, 1, cas)
-	require.True(t, older.duplicate)
-	require.Nil(t, older.results)
+	require.True(t, older.Duplicate)
+	require.Nil(t, older.Results)
 	changed := applyBatch(t, f, 4, 7, 2, cas, cas)
-	require.True(t, changed.duplicate)
-	require.Nil(t, changed.results)
+	require.True(t, changed.Duplicate)
+	require.Nil(t, changed.Results)
 
 	plain := applyBatch(t, f, 5, 9, 1, wire.Op{Code: wire.OpPut, Key: "k", Value: "v"})
-	require.Nil(t, plain.results)
+	require.Nil(t, plain.Results)
 	require.Nil(t, f.sessions[9].outcomes)
 }
 
@@ -114,8 +114,8 @@ func TestRestoreFirstFormatSnapshot(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, "v", v)
 	res := applyBatch(t, f, 1, 7, 1, wire.Op{Code: wire.OpPutIf, Cond: wire.CondAbsent, Key: "k", Value: "w"})
-	require.True(t, res.duplicate)
-	require.Nil(t, res.results)
+	require.True(t, res.Duplicate)
+	require.Nil(t, res.Results)
 }
 
 // TestRestoreRefusesOversizeOutcomes: a snapshot session that claims more

@@ -1,11 +1,11 @@
-package replica
+package commitgate
 
 import (
 	"sync"
 	"time"
 )
 
-// commitGate gathers a leader's log entries (write batches and read
+// Gate gathers a leader's log entries (write batches and read
 // barriers) into groups, so that Raft stores and sends several at once:
 // one disk write and one fsync on the leader, and one AppendEntries RPC
 // and one fsync on each follower, for the whole group.
@@ -33,8 +33,8 @@ import (
 // PostgreSQL's commit_delay and commit_siblings hold a commit on the same
 // kind of rule, with a fixed count. See docs/results.md, "Group commit".
 //
-// A commitGate with a limit of 0 lets every entry go at once.
-type commitGate struct {
+// A Gate with a limit of 0 lets every entry go at once.
+type Gate struct {
 	limit time.Duration // the window; 0 turns the gate off
 	// requestTime returns the server's recent mean time per request; nil
 	// when not known.
@@ -63,9 +63,9 @@ const slowRequests = 2
 // rateEvery is how often the gate measures the rate of answered entries.
 const rateEvery = 200 * time.Millisecond
 
-// enter is called before an entry goes to Raft; it returns once the entry
+// Enter is called before an entry goes to Raft; it returns once the entry
 // may go. Every enter must be followed by one done.
-func (c *commitGate) enter() {
+func (c *Gate) Enter() {
 	if c.limit <= 0 {
 		return
 	}
@@ -92,8 +92,8 @@ func (c *commitGate) enter() {
 }
 
 // deepLocked reports whether the entry entering should wait for a window
-// (see commitGate).
-func (c *commitGate) deepLocked() bool {
+// (see Gate).
+func (c *Gate) deepLocked() bool {
 	others := c.inFlight - 1
 	if others < commitSiblings {
 		return false
@@ -104,8 +104,8 @@ func (c *commitGate) deepLocked() bool {
 	return c.rate > 0 && float64(others) >= c.rate*c.limit.Seconds()
 }
 
-// done is called when an entry that entered has been answered.
-func (c *commitGate) done() {
+// Done is called when an entry that entered has been answered.
+func (c *Gate) Done() {
 	if c.limit <= 0 {
 		return
 	}
@@ -119,7 +119,7 @@ func (c *commitGate) done() {
 // rateEvery has passed since the last measure: the mean of the last
 // interval's rate and the one before, so that one odd interval moves it
 // only halfway.
-func (c *commitGate) countLocked(now time.Time) {
+func (c *Gate) countLocked(now time.Time) {
 	if c.since.IsZero() {
 		c.since = now
 	}

@@ -1,4 +1,4 @@
-package replica
+package fsm
 
 import (
 	"encoding/binary"
@@ -14,11 +14,11 @@ import (
 	"github.com/batchkv/batchkv/wire"
 )
 
-// shardFSM is the state machine of one replicated shard: its store and the
+// Machine is the state machine of one replicated shard: its store and the
 // session table that makes retried batches apply once. Raft calls Apply,
 // Snapshot and Restore from one goroutine; reads of the store run
 // concurrently with them on the leader.
-type shardFSM struct {
+type Machine struct {
 	store    atomic.Pointer[storeBox] // swapped whole by Restore
 	newStore func() store.Store
 
@@ -54,13 +54,18 @@ type session struct {
 	outcomes []wire.Result // of batch seq's OpPutIf ops, in order; values of their own
 }
 
-// applyResult is what Apply returns for a command: whether it was a
-// duplicate of a batch already applied, and the results of the entry's
-// ops when it carries gets (see Group.Write).
-type applyResult struct {
-	duplicate bool
-	results   []wire.Result
-	err       error
+// Result is what Apply returns for a command (Raft hands it back as the
+// entry's ApplyFuture.Response).
+type Result struct {
+	// Duplicate says the entry repeated a batch of its session that was
+	// applied before, and was not applied again.
+	Duplicate bool
+	// Results are the results of the entry's ops when it carries gets or
+	// conditional puts (for a Duplicate, what its conditional puts first
+	// answered, or nil when that is not known); nil otherwise.
+	Results []wire.Result
+	// Err says the entry did not decode; nothing of it was applied.
+	Err error
 }
 
 // sessionSweepEvery is how often, in log entries, expired sessions are
@@ -68,14 +73,22 @@ type applyResult struct {
 // so every replica drops the same sessions.
 const sessionSweepEvery = 1024
 
-func newShardFSM(newStore func() store.Store, ttl time.Duration) *shardFSM {
-	f := &shardFSM{newStore: newStore, sessions: map[uint64]session{}, sessionTTL: ttl}
+// New returns the state machine of an empty shard.
+func New(cfg Config) *Machine {
+	cfg.validate()
+	return newShardFSM(cfg.NewStore, cfg.SessionTTL)
+}
+
+// newShardFSM returns an empty shard's state machine whose stores
+// newStore makes, remembering sessions for ttl.
+func newShardFSM(newStore func() store.Store, ttl time.Duration) *Machine {
+	f := &Machine{newStore: newStore, sessions: map[uint64]session{}, sessionTTL: ttl}
 	f.store.Store(&storeBox{newStore()})
 	return f
 }
 
 // Apply implements raft.FSM.
-func (f *shardFSM) Apply(l *raft.Log) any {
+func (f *Machine) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
 	}
@@ -95,11 +108,11 @@ func (f *shardFSM) Apply(l *raft.Log) any {
 	if err != nil {
 		// Only the leader's own Service writes entries, so this is a bug,
 		// not bad input; refuse the entry on every replica alike.
-		return applyResult{err: fmt.Errorf("replica: log entry %d does not decode: %w", l.Index, err)}
+		return Result{Err: fmt.Errorf("replica: log entry %d does not decode: %w", l.Index, err)}
 	}
 	if args.Session != 0 {
 		if s, ok := f.sessions[args.Session]; ok && args.Seq <= s.seq {
-			return applyResult{duplicate: true, results: s.replay(args.Seq, args.Ops)}
+			return Result{Duplicate: true, Results: s.replay(args.Seq, args.Ops)}
 		}
 	}
 	var results []wire.Result
@@ -107,7 +120,7 @@ func (f *shardFSM) Apply(l *raft.Log) any {
 	if args.Session != 0 {
 		f.sessions[args.Session] = session{seq: args.Seq, last: now, outcomes: outcomesOf(args.Ops, results)}
 	}
-	return applyResult{results: results}
+	return Result{Results: results}
 }
 
 // outcomesOf returns copies of the results of ops' conditional puts, in
@@ -162,7 +175,7 @@ const keptOps = 8192
 
 // releaseOps drops what the ops slice of the entry just applied refers
 // to, and the slice itself when it is large.
-func (f *shardFSM) releaseOps() {
+func (f *Machine) releaseOps() {
 	if cap(f.ops) > keptOps {
 		f.ops = nil
 		return
@@ -170,7 +183,7 @@ func (f *shardFSM) releaseOps() {
 	clear(f.ops)
 }
 
-func (f *shardFSM) expireSessions(now int64) {
+func (f *Machine) expireSessions(now int64) {
 	cutoff := now - int64(f.sessionTTL/time.Second)
 	for id, s := range f.sessions {
 		if s.last < cutoff {
@@ -216,12 +229,22 @@ func applyEntry(st store.Store, ops []wire.Op, scratch []wire.Result) (results, 
 }
 
 // current returns the shard's current store.
-func (f *shardFSM) current() store.Store { return f.store.Load().Store }
+func (f *Machine) current() store.Store { return f.store.Load().Store }
+
+// Store returns the shard's current store, for reads. A snapshot restore
+// replaces it: callers take it anew for each batch.
+func (f *Machine) Store() store.Store { return f.current() }
+
+// Digest returns the content digest of the shard (see digest).
+func (f *Machine) Digest() uint64 { return f.digest() }
+
+// Restores returns how many snapshots Restore has loaded.
+func (f *Machine) Restores() uint64 { return f.restores.Load() }
 
 // digest returns an order-independent hash of the shard's pairs: the sum
 // of every pair's xxhash. It reads the store while applies may go on, so
 // it means something only when the applied index did not move meanwhile.
-func (f *shardFSM) digest() uint64 {
+func (f *Machine) digest() uint64 {
 	var sum uint64
 	h := xxhash.New()
 	var n [8]byte

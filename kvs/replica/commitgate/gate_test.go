@@ -1,4 +1,4 @@
-package replica
+package commitgate
 
 import (
 	"testing"
@@ -9,10 +9,10 @@ import (
 
 // enterAsync enters c on a goroutine and returns a channel that receives
 // the time at which the entry was let go.
-func enterAsync(c *commitGate) <-chan time.Time {
+func enterAsync(c *Gate) <-chan time.Time {
 	out := make(chan time.Time, 1)
 	go func() {
-		c.enter()
+		c.Enter()
 		out <- time.Now()
 	}()
 	return out
@@ -39,18 +39,18 @@ const slowest = 1e-9
 // off none is, however many are in flight; and an entry that finds the
 // others answered goes at once again.
 func TestCommitGateLetsFewEntriesGoAtOnce(t *testing.T) {
-	c := &commitGate{limit: time.Hour, rate: slowest}
+	c := &Gate{limit: time.Hour, rate: slowest}
 	for range commitSiblings {
 		letGo(t, enterAsync(c), 5*time.Second)
 	}
 	require.Zero(t, c.held)
 	for range commitSiblings {
-		c.done()
+		c.Done()
 	}
 	letGo(t, enterAsync(c), 5*time.Second)
 	require.Zero(t, c.held)
 
-	off := &commitGate{rate: slowest}
+	off := &Gate{rate: slowest}
 	for range 10 * commitSiblings {
 		letGo(t, enterAsync(off), 5*time.Second)
 	}
@@ -64,9 +64,9 @@ func TestCommitGateLetsFewEntriesGoAtOnce(t *testing.T) {
 // one.
 func TestCommitGateHoldsEntriesForOneWindow(t *testing.T) {
 	const limit = time.Second
-	c := &commitGate{limit: limit, rate: slowest}
+	c := &Gate{limit: limit, rate: slowest}
 	for range commitSiblings {
-		c.enter()
+		c.Enter()
 	}
 	opened := time.Now()
 	first := enterAsync(c)
@@ -93,7 +93,7 @@ func TestCommitGateHoldsEntriesForOneWindow(t *testing.T) {
 // flight; before the first rate is measured, none is.
 func TestCommitGateHoldsOnlyAQueueAWindowDeep(t *testing.T) {
 	const limit = time.Second
-	c := &commitGate{limit: limit, rate: 10}
+	c := &Gate{limit: limit, rate: 10}
 	for range 10 {
 		letGo(t, enterAsync(c), 5*time.Second)
 	}
@@ -102,7 +102,7 @@ func TestCommitGateHoldsOnlyAQueueAWindowDeep(t *testing.T) {
 	require.GreaterOrEqual(t, letGo(t, enterAsync(c), 10*time.Second).Sub(entered), limit)
 	require.EqualValues(t, 1, c.held)
 
-	unmeasured := &commitGate{limit: time.Hour}
+	unmeasured := &Gate{limit: time.Hour}
 	for range 100 {
 		letGo(t, enterAsync(unmeasured), 5*time.Second)
 	}
@@ -112,7 +112,7 @@ func TestCommitGateHoldsOnlyAQueueAWindowDeep(t *testing.T) {
 // TestCommitGateMeasuresTheRate: the rate is measured once rateEvery has
 // passed, and each new measure moves it halfway.
 func TestCommitGateMeasuresTheRate(t *testing.T) {
-	var c commitGate
+	var c Gate
 	t0 := time.Unix(1000, 0)
 	for i := range 100 {
 		c.countLocked(t0.Add(time.Duration(i) * time.Millisecond))
@@ -133,7 +133,7 @@ func TestCommitGateMeasuresTheRate(t *testing.T) {
 func TestCommitGateHoldsWhenRequestsAreSlow(t *testing.T) {
 	const limit = time.Second
 	requestTime := 3 * limit / 2
-	c := &commitGate{limit: limit, requestTime: func() time.Duration { return requestTime }}
+	c := &Gate{limit: limit, requestTime: func() time.Duration { return requestTime }}
 	for range commitSiblings + 5 {
 		letGo(t, enterAsync(c), 5*time.Second)
 	}
@@ -144,7 +144,7 @@ func TestCommitGateHoldsWhenRequestsAreSlow(t *testing.T) {
 	require.GreaterOrEqual(t, letGo(t, enterAsync(c), 10*time.Second).Sub(entered), limit)
 	require.EqualValues(t, 1, c.held)
 
-	few := &commitGate{limit: limit, requestTime: func() time.Duration { return time.Hour }}
+	few := &Gate{limit: limit, requestTime: func() time.Duration { return time.Hour }}
 	for range commitSiblings {
 		letGo(t, enterAsync(few), 5*time.Second)
 	}
