@@ -12,6 +12,7 @@ import (
 	"github.com/batchkv/batchkv/kvs/replica/raftstore"
 	"github.com/batchkv/batchkv/kvs/store"
 	"github.com/batchkv/batchkv/shard"
+	"github.com/batchkv/batchkv/wire"
 )
 
 // Config configures the replicas a server hosts.
@@ -214,3 +215,22 @@ const (
 // lasts the shards of a server several seconds, far longer than its
 // peers take to learn it is full.
 const diskReserve = 4 * raftstore.WALSegmentSize
+
+// leaseWindowFactor is how much the lease is stretched, at most, by
+// clocks that run at different rates: Open checks that
+// LeaseRead × leaseWindowFactor fits under the silence threshold.
+const leaseWindowFactor = 1.5
+
+// checkLease returns an error if t's lease is too long to be safe.
+func checkLease(t Timing) error {
+	silence := t.HeartbeatTimeout - t.Failover.WithDefaults().SilenceSlack
+	if t.LeaseRead <= 0 || time.Duration(float64(t.LeaseRead)*leaseWindowFactor) > silence {
+		return fmt.Errorf("replica: lease %v: want it above 0 and at most %v (the %v of silence after which followers elect, divided by %v for clock-rate differences)",
+			t.LeaseRead, time.Duration(float64(silence)/leaseWindowFactor), silence, leaseWindowFactor)
+	}
+	return nil
+}
+
+// StatusFunc asks the server at addr for its status within timeout; the
+// server wires it to the client's Status RPC.
+type StatusFunc func(addr string, req wire.StatusRequest, timeout time.Duration) (wire.StatusReply, error)

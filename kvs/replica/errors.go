@@ -38,8 +38,4 @@ var (
 	// ErrNoSuchShard says a Raft connection named a shard this server
 	// does not host.
 	ErrNoSuchShard = errors.New("replica: this server hosts no replica of that shard")
-
-	// errFullNoStand answers a TimeoutNow sent to a replica that may not
-	// stand, and fails its own vote requests.
-	errFullNoStand = errors.New("replica: data dir full: this replica stands for no election")
 )

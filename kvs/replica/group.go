@@ -12,8 +12,8 @@ import (
 
 	"github.com/batchkv/batchkv/kvs/replica/commitgate"
 	"github.com/batchkv/batchkv/kvs/replica/diskspace"
-	"github.com/batchkv/batchkv/kvs/replica/failover"
 	"github.com/batchkv/batchkv/kvs/replica/fsm"
+	"github.com/batchkv/batchkv/kvs/replica/leadership"
 	"github.com/batchkv/batchkv/kvs/replica/raftstore"
 	"github.com/batchkv/batchkv/kvs/store"
 	"github.com/batchkv/batchkv/wire"
@@ -32,12 +32,8 @@ type Group struct {
 	raft      *raft.Raft
 	fsm       *fsm.Machine
 	stream    *stream
-	transport *preVoteGuard
-	dial      DialFunc
+	transport *leadership.Guard
 	heartbeat time.Duration // the heartbeat timeout
-	timing    failover.Timing
-	peerStat  StatusFunc
-	suspect   chan struct{} // an inbound Raft connection ended
 	logs      raftstore.Store
 	log       *slog.Logger
 	// disk watches the space of this server's data dir and its peers'
@@ -50,20 +46,17 @@ type Group struct {
 	// rebuilding says the replica's data was damaged, and is being sent
 	// again by its peers: it neither votes nor stands (rebuild.go).
 	rebuilding atomic.Bool
-	// lease lets a leader serve reads without a log entry (lease.go).
-	lease lease
+	// lease lets a leader serve reads without a log entry.
+	lease *leadership.Lease
 	// gate groups the entries this replica appends as leader.
 	gate *commitgate.Gate
-	// standing is the term this replica is about to stand in (stands), and
-	// asked the latest election a peer asked it to vote in
-	// (notesVoteRequest).
-	standing, asked recentTerm
+	// node runs the watchers that speed up failover, hand leadership
+	// back, and hand it over from a full disk, and guards the votes.
+	node *leadership.Node
 
-	notify   chan bool
-	observed chan raft.Observation
-	observer *raft.Observer
-	stop     chan struct{}
-	wg       sync.WaitGroup
+	notify chan bool
+	stop   chan struct{}
+	wg     sync.WaitGroup
 }
 
 // groupConfig is what opening a replica group needs.
@@ -97,11 +90,9 @@ type groupConfig struct {
 func openGroup(gc groupConfig) (g *Group, err error) {
 	g = &Group{shard: gc.shard, self: gc.self, dir: gc.dir,
 		log: gc.log.With("shard", gc.shard), notify: make(chan bool, 16),
-		observed: make(chan raft.Observation, 64), stop: make(chan struct{}), dial: gc.dial,
-		heartbeat: gc.timing.HeartbeatTimeout, timing: gc.timing.Failover.WithDefaults(), peerStat: gc.peerStat,
-		suspect: make(chan struct{}, 1), disk: gc.disk}
+		stop: make(chan struct{}), heartbeat: gc.timing.HeartbeatTimeout, disk: gc.disk}
 	g.SetPlacement(gc.replicas)
-	g.lease.on, g.lease.dur, g.lease.base = gc.leases, gc.timing.LeaseRead, time.Now()
+	g.lease = leadership.NewLease(gc.leases, gc.timing.LeaseRead)
 	g.gate = commitgate.New(commitgate.Config{Window: gc.timing.CommitWindow, RequestTime: gc.requestTime})
 	g.fsm = fsm.New(fsm.Config{NewStore: gc.newStore, SessionTTL: gc.sessionTT})
 	if gc.damaged == nil {
@@ -133,10 +124,18 @@ func openGroup(gc groupConfig) (g *Group, err error) {
 		return nil, err
 	}
 	g.stream = newStream(gc.shard, gc.self, gc.dial)
-	g.transport = newPreVoteGuard(raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+	g.transport = leadership.NewGuard(raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: g.stream, MaxPool: transportPool, MaxRPCsInFlight: rpcsInFlight, Timeout: transportTimeout, Logger: hlog,
 	}))
-	g.transport.mayStand = g.mayStand
+	g.node, err = leadership.New(leadership.Config{Shard: gc.shard, Self: gc.self, Guard: g.transport, Votes: g.logs,
+		Placement: g.Placement, HeardFrom: g.stream.heardFrom, Dial: gc.dial, PeerStatus: gc.peerStat,
+		Heartbeat: gc.timing.HeartbeatTimeout, Timing: gc.timing.Failover, Lease: g.lease, Disk: gc.disk,
+		Rebuilding: g.rebuilding.Load, Logger: g.log})
+	if err != nil {
+		_ = g.transport.Close()
+		_ = g.stream.Close()
+		return nil, err
+	}
 	defer func() {
 		if err != nil {
 			_ = g.transport.Close()
@@ -163,8 +162,7 @@ func openGroup(gc groupConfig) (g *Group, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("replica: shard %d raft: %w", gc.shard, err)
 	}
-	g.transport.abstain = g.rebuilding.Load
-	g.transport.start(g.stands, g.notesVoteRequest, g.refusePreVote)
+	g.node.Start(g.raft)
 	if !existing && !gc.join {
 		var conf raft.Configuration
 		for _, r := range gc.replicas {
@@ -175,63 +173,14 @@ func openGroup(gc groupConfig) (g *Group, err error) {
 			return nil, fmt.Errorf("replica: shard %d bootstrap: %w", gc.shard, err)
 		}
 	}
-	g.observer = raft.NewObserver(g.observed, false, func(o *raft.Observation) bool {
-		switch o.Data.(type) {
-		case raft.FailedHeartbeatObservation, raft.ResumedHeartbeatObservation:
-			return true
-		}
-		return false
-	})
-	g.raft.RegisterObserver(g.observer)
-	if !existing && !gc.join && g.self == gc.replicas[0] && len(gc.replicas) > 1 {
-		g.wg.Add(1)
-		go g.leadFirst()
-	}
+	g.node.Watch(!existing && !gc.join && g.self == gc.replicas[0] && len(gc.replicas) > 1)
 	if rebuilding {
 		g.wg.Add(1)
 		go g.watchRebuild(rebuildTo)
 	}
-	g.wg.Add(5)
-	go g.watchDisk()
+	g.wg.Add(1)
 	go g.watchLeadership()
-	go g.watchHandBack()
-	go g.watchLeaderDeath()
-	go g.watchSilence()
 	return g, nil
-}
-
-// firstElectionFor bounds how long a new shard's preferred replica tries
-// to be its first leader, and firstElectionEvery is how often it tries.
-const (
-	firstElectionFor   = 5 * time.Second
-	firstElectionEvery = 200 * time.Millisecond
-)
-
-// leadFirst makes the preferred replica of a new shard call its first
-// election at once, rather than leave it to whichever replica's timer
-// fires first: otherwise a third of shards start with another leader and
-// hand leadership back a few seconds into the first load, a dip in every
-// run's first seconds. It gives up once any leader is known.
-func (g *Group) leadFirst() {
-	defer g.wg.Done()
-	tick := time.NewTicker(firstElectionEvery)
-	defer tick.Stop()
-	deadline := time.After(firstElectionFor)
-	for {
-		select {
-		case <-g.stop:
-			return
-		case <-deadline:
-			return
-		case <-tick.C:
-		}
-		if leader, _ := g.raft.LeaderWithID(); leader != "" {
-			return
-		}
-		if g.raft.State() == raft.Follower {
-			g.timeoutNow(g.self)
-		}
-	}
 }
 
 // watchLeadership makes a new leader ready for reads: once a barrier in
@@ -305,14 +254,14 @@ func (g *Group) ReadBarrier() error {
 	if g.raft.State() != raft.Leader || g.readyTerm.Load() != term {
 		return ErrNotLeader
 	}
-	start := g.lease.now()
+	start := g.lease.Now()
 	if err := g.append(func() raft.Future { return g.raft.Barrier(ApplyTimeout) }); err != nil || g.raft.CurrentTerm() != term {
 		if errors.Is(err, raft.ErrLeadershipTransferInProgress) {
 			return ErrHandingOver
 		}
 		return ErrNotLeader
 	}
-	g.lease.renew(start, term)
+	g.lease.Renew(start, term)
 	return nil
 }
 
@@ -345,8 +294,8 @@ type Written struct {
 func (g *Group) Write(entry []byte, timeout time.Duration) (Written, error) {
 	var start int64
 	var term uint64
-	if g.lease.on {
-		start, term = g.lease.now(), g.raft.CurrentTerm()
+	if g.lease.On() {
+		start, term = g.lease.Now(), g.raft.CurrentTerm()
 	}
 	if err := g.refuseWrite(); err != nil {
 		return Written{}, err
@@ -367,7 +316,7 @@ func (g *Group) Write(entry []byte, timeout time.Duration) (Written, error) {
 	// caught by renew: the lease is granted for term, which then differs
 	// from the current one.)
 	if g.readyTerm.Load() == term {
-		g.lease.renew(start, term)
+		g.lease.Renew(start, term)
 	}
 	return Written{Duplicate: res.Duplicate, Results: res.Results}, res.Err
 }
@@ -421,11 +370,12 @@ func (g *Group) Shard() int { return g.shard }
 
 func (g *Group) close() error {
 	close(g.stop)
-	g.raft.DeregisterObserver(g.observer)
+	g.node.Stop()
 	err := g.raft.Shutdown().Error()
 	_ = g.stream.Close()
 	_ = g.transport.Close()
 	g.wg.Wait()
+	g.node.Wait()
 	if cerr := g.closeLogs(); err == nil {
 		err = cerr
 	}
@@ -434,3 +384,23 @@ func (g *Group) close() error {
 
 // closeLogs closes the log store if it holds files.
 func (g *Group) closeLogs() error { return raftstore.Close(g.logs) }
+
+// ReadLease reports whether this replica may serve a read from its store
+// now without a log entry: lease reads are on, it leads, it has applied
+// every entry of earlier terms, and its lease holds. Otherwise the read
+// needs ReadBarrier.
+func (g *Group) ReadLease() bool {
+	if !g.lease.On() {
+		return false
+	}
+	term := g.raft.CurrentTerm()
+	return g.raft.State() == raft.Leader && g.readyTerm.Load() == term && g.lease.Valid(term)
+}
+
+// statUint returns the number raft.Stats gives under key; 0 when it gives
+// none.
+func statUint(stats map[string]string, key string) uint64 {
+	var n uint64
+	_, _ = fmt.Sscan(stats[key], &n)
+	return n
+}

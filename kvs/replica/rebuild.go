@@ -6,8 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/batchkv/batchkv/kvs/replica/raftstore"
 )
 
@@ -35,22 +33,6 @@ func (e *damagedError) Error() string {
 }
 
 func (e *damagedError) Unwrap() error { return e.err }
-
-// refuseWhileRebuilding answers, with a refusal, an RPC a replica being
-// rebuilt must not act on, and says whether it did.
-func refuseWhileRebuilding(rpc raft.RPC) bool {
-	switch req := rpc.Command.(type) {
-	case *raft.RequestVoteRequest:
-		rpc.Respond(&raft.RequestVoteResponse{RPCHeader: req.RPCHeader, Term: req.Term}, nil)
-	case *raft.RequestPreVoteRequest:
-		rpc.Respond(&raft.RequestPreVoteResponse{RPCHeader: req.RPCHeader, Term: req.Term}, nil)
-	case *raft.TimeoutNowRequest:
-		rpc.Respond(nil, errors.New("replica: being rebuilt from its peers"))
-	default:
-		return false
-	}
-	return true
-}
 
 // rebuildPoll is how often a replica being rebuilt checks its progress.
 const rebuildPoll = 100 * time.Millisecond

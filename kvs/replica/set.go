@@ -257,7 +257,7 @@ func (s *Set) Accept(c net.Conn, sh int) error {
 	if g == nil {
 		return fmt.Errorf("%w: shard %d", ErrNoSuchShard, sh)
 	}
-	if !g.stream.Offer(&watchedConn{Conn: c, ended: g.suspectLeader}) {
+	if !g.stream.Offer(g.node.WatchConn(c)) {
 		return net.ErrClosed
 	}
 	return nil

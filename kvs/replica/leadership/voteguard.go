@@ -1,4 +1,4 @@
-package replica
+package leadership
 
 import (
 	"fmt"
@@ -11,10 +11,10 @@ import (
 	"github.com/batchkv/batchkv/kvs/replica/raftstore"
 )
 
-// preVoteGuard is a shard's Raft transport with one rule of its own: it
+// Guard is a shard's Raft transport with one rule of its own: it
 // answers the pre-votes that failover.RefusePreVote refuses, with a
 // refusal, before Raft sees them. Every other RPC goes to Raft unchanged.
-type preVoteGuard struct {
+type Guard struct {
 	*raft.NetworkTransport
 	rpcs chan raft.RPC
 	// abstain, when set and true, refuses every vote, pre-vote and
@@ -29,18 +29,19 @@ type preVoteGuard struct {
 	wg       sync.WaitGroup
 }
 
-func newPreVoteGuard(t *raft.NetworkTransport) *preVoteGuard {
-	return &preVoteGuard{NetworkTransport: t, rpcs: make(chan raft.RPC), stop: make(chan struct{})}
+// NewGuard wraps t, the network transport of a shard's Raft node.
+func NewGuard(t *raft.NetworkTransport) *Guard {
+	return &Guard{NetworkTransport: t, rpcs: make(chan raft.RPC), stop: make(chan struct{})}
 }
 
 // Consumer returns the RPCs for Raft.
-func (t *preVoteGuard) Consumer() <-chan raft.RPC { return t.rpcs }
+func (t *Guard) Consumer() <-chan raft.RPC { return t.rpcs }
 
 // start passes the RPCs the peers send on to Raft until the guard closes.
 // It calls stands just before it passes on a TimeoutNow, and voteRequest
 // before it passes on a vote request, and answers there a pre-vote that
 // refuse answers (its reply and true).
-func (t *preVoteGuard) start(stands func(), voteRequest func(*raft.RequestVoteRequest), refuse func(*raft.RequestPreVoteRequest) (*raft.RequestPreVoteResponse, bool)) {
+func (t *Guard) start(stands func(), voteRequest func(*raft.RequestVoteRequest), refuse func(*raft.RequestPreVoteRequest) (*raft.RequestPreVoteResponse, bool)) {
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
@@ -80,7 +81,7 @@ func (t *preVoteGuard) start(stands func(), voteRequest func(*raft.RequestVoteRe
 }
 
 // Close stops passing RPCs on, and closes the transport.
-func (t *preVoteGuard) Close() error {
+func (t *Guard) Close() error {
 	t.once.Do(func() { close(t.stop) })
 	t.wg.Wait()
 	return t.NetworkTransport.Close()
@@ -121,16 +122,16 @@ func (r *recentTerm) get() uint64 {
 // sync, and a pre-vote that arrives in between must meet the vote all
 // the same. The note lasts a heartbeat timeout, after which Raft's own
 // timers have taken over.
-func (g *Group) stands() { g.standing.note(g.raft.CurrentTerm()+1, g.heartbeat) }
+func (n *Node) stands() { n.standing.note(n.raft.CurrentTerm()+1, n.heartbeat) }
 
 // lastVote returns the last vote this replica cast, or is about to cast
 // for itself (stands); ok false when it has none on record.
-func (g *Group) lastVote() (v failover.Vote, ok bool) {
-	if term, cand, found := raftstore.LastVote(g.logs); found {
+func (n *Node) lastVote() (v failover.Vote, ok bool) {
+	if term, cand, found := raftstore.LastVote(n.logs); found {
 		v, ok = failover.Vote{Term: term, For: string(cand)}, true
 	}
-	if term := g.standing.get(); term > v.Term {
-		v, ok = failover.Vote{Term: term, For: g.self}, true
+	if term := n.standing.get(); term > v.Term {
+		v, ok = failover.Vote{Term: term, For: n.self}, true
 	}
 	return v, ok
 }
@@ -139,34 +140,34 @@ func (g *Group) lastVote() (v failover.Vote, ok bool) {
 // one for a term in which this replica, a voter, has already voted for
 // another candidate, or stood itself, from a peer whose log is no more up
 // to date than its own.
-func (g *Group) refusePreVote(req *raft.RequestPreVoteRequest) (*raft.RequestPreVoteResponse, bool) {
+func (n *Node) refusePreVote(req *raft.RequestPreVoteRequest) (*raft.RequestPreVoteResponse, bool) {
 	// RefusePreVote checks the term too; checked here first, it spares
 	// the common pre-vote (for a term not voted in) Raft's Stats.
-	vote, ok := g.lastVote()
+	vote, ok := n.lastVote()
 	if !ok || vote.Term < req.Term {
 		return nil, false
 	}
 	p := failover.PreVote{From: string(req.Addr), Term: req.Term,
 		Log: failover.LogPosition{Term: req.LastLogTerm, Index: req.LastLogIndex}}
-	if !failover.RefusePreVote(vote, g.lastEntry(), p) || !g.voter() {
+	if !failover.RefusePreVote(vote, n.lastEntry(), p) || !n.voter() {
 		return nil, false
 	}
-	g.log.Info("refused a pre-vote for a term this replica has voted in", "from", p.From, "term", p.Term,
+	n.log.Info("refused a pre-vote for a term this replica has voted in", "from", p.From, "term", p.Term,
 		"voted_for", vote.For)
 	return &raft.RequestPreVoteResponse{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax,
-		ID: []byte(g.self), Addr: []byte(g.self)}, Term: max(g.raft.CurrentTerm(), req.Term)}, true
+		ID: []byte(n.self), Addr: []byte(n.self)}, Term: max(n.raft.CurrentTerm(), req.Term)}, true
 }
 
 // voter reports whether this replica is a voter in its shard's latest
 // configuration: only a voter can stand, and so only a voter may refuse a
 // peer the pre-vote in favour of itself.
-func (g *Group) voter() bool {
-	f := g.raft.GetConfiguration()
+func (n *Node) voter() bool {
+	f := n.raft.GetConfiguration()
 	if f.Error() != nil {
 		return false
 	}
 	for _, s := range f.Configuration().Servers {
-		if s.ID == raft.ServerID(g.self) {
+		if s.ID == raft.ServerID(n.self) {
 			return s.Suffrage == raft.Voter
 		}
 	}
@@ -176,8 +177,8 @@ func (g *Group) voter() bool {
 // lastEntry returns the position of the last entry in this replica's log
 // or, when its log has been compacted past it, its last snapshot: the
 // position Raft compares in its votes.
-func (g *Group) lastEntry() failover.LogPosition {
-	s := g.raft.Stats()
+func (n *Node) lastEntry() failover.LogPosition {
+	s := n.raft.Stats()
 	log := failover.LogPosition{Term: statUint(s, "last_log_term"), Index: statUint(s, "last_log_index")}
 	snap := failover.LogPosition{Term: statUint(s, "last_snapshot_term"), Index: statUint(s, "last_snapshot_index")}
 	if log.Index >= snap.Index {
@@ -192,4 +193,20 @@ func statUint(stats map[string]string, key string) uint64 {
 	var n uint64
 	_, _ = fmt.Sscan(stats[key], &n)
 	return n
+}
+
+// refuseWhileRebuilding answers, with a refusal, an RPC a replica being
+// rebuilt must not act on, and says whether it did.
+func refuseWhileRebuilding(rpc raft.RPC) bool {
+	switch req := rpc.Command.(type) {
+	case *raft.RequestVoteRequest:
+		rpc.Respond(&raft.RequestVoteResponse{RPCHeader: req.RPCHeader, Term: req.Term}, nil)
+	case *raft.RequestPreVoteRequest:
+		rpc.Respond(&raft.RequestPreVoteResponse{RPCHeader: req.RPCHeader, Term: req.Term}, nil)
+	case *raft.TimeoutNowRequest:
+		rpc.Respond(nil, errRebuilding)
+	default:
+		return false
+	}
+	return true
 }

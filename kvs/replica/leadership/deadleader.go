@@ -1,9 +1,8 @@
-package replica
+package leadership
 
 import (
 	"errors"
 	"net"
-	"sync"
 	"syscall"
 	"time"
 
@@ -29,71 +28,48 @@ import (
 // TimeoutNow to the peer's Raft node instead (nudgeInTurn).
 //
 // A leader that is paused, or cut off by a network that drops packets,
-// refuses nothing; silence.go handles it.
-
-// watchedConn is an inbound Raft connection that reports when it ends.
-type watchedConn struct {
-	net.Conn
-	once  sync.Once
-	ended func()
-}
-
-func (c *watchedConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
-	if err != nil {
-		c.once.Do(c.ended)
-	}
-	return n, err
-}
-
-// suspectLeader asks watchLeaderDeath to check the leader.
-func (g *Group) suspectLeader() {
-	select {
-	case g.suspect <- struct{}{}:
-	default:
-	}
-}
+// refuses nothing; silentleader.go handles it.
 
 // view returns this replica's view of its shard for the failover
 // decisions.
-func (g *Group) view() failover.View {
-	leader, _ := g.raft.LeaderWithID()
-	return failover.View{Self: g.self, Replicas: g.Placement(), Leader: string(leader),
-		Follower: g.raft.State() == raft.Follower,
-		Log:      failover.LogPosition{Index: g.raft.LastIndex(), Term: statUint(g.raft.Stats(), "last_log_term")}}
+func (n *Node) view() failover.View {
+	leader, _ := n.raft.LeaderWithID()
+	return failover.View{Self: n.self, Replicas: n.placement(), Leader: string(leader),
+		Follower: n.raft.State() == raft.Follower,
+		Log:      failover.LogPosition{Index: n.raft.LastIndex(), Term: statUint(n.raft.Stats(), "last_log_term")}}
 }
 
 // watchLeaderDeath checks the leader each time an inbound connection
 // ends, and calls an election when it is dead.
-func (g *Group) watchLeaderDeath() {
-	defer g.wg.Done()
+func (n *Node) watchLeaderDeath() {
+	defer n.wg.Done()
 	for {
 		select {
-		case <-g.stop:
+		case <-n.stop:
 			return
-		case <-g.suspect:
+		case <-n.suspect:
 		}
-		since, term := time.Now(), g.raft.CurrentTerm()
-		v := g.view()
-		turn, elect := failover.CrashedLeader(v, g.probeAll(v), g.timing)
+		since, term := time.Now(), n.raft.CurrentTerm()
+		v := n.view()
+		turn, elect := failover.CrashedLeader(v, n.probeAll(v), n.timing)
 		if !elect {
 			continue
 		}
-		if g.lease.on {
+		if n.lease.on {
 			// A refused port does not prove the leader dead, and its lease
 			// may hold: the silence check replaces it (lease.go).
-			g.log.Info("leader's port refuses connections; with lease reads, waiting for the silence check", "leader", v.Leader)
+			n.log.Info("leader's port refuses connections; with lease reads, waiting for the silence check", "leader", v.Leader)
 			continue
 		}
-		if g.peerStat != nil && failover.PeerAhead(v, g.askPeers(v)) {
-			g.log.Info("leader's port refuses connections; a peer's log is ahead, leaving the election to it", "leader", v.Leader)
-			if !g.nudgeInTurn(v, since, term) {
+		if n.peerStat != nil && failover.PeerAhead(v, n.askPeers(v)) {
+			n.log.Info("leader's port refuses connections; a peer's log is ahead, leaving the election to it", "leader", v.Leader)
+			if !n.nudgeInTurn(v, since, term) {
 				return
 			}
 			continue
 		}
-		wait := failover.CrashWait(turn, time.Since(since), g.heartbeat)
-		if !g.electInTurn(wait, since, term, v.Leader, "leader's port refuses connections: calling an election now") {
+		wait := failover.CrashWait(turn, time.Since(since), n.heartbeat)
+		if !n.electInTurn(wait, since, term, v.Leader, "leader's port refuses connections: calling an election now") {
 			return
 		}
 	}
@@ -101,17 +77,17 @@ func (g *Group) watchLeaderDeath() {
 
 // probeAll probes the leader of v and, only if it is gone, the other
 // replicas.
-func (g *Group) probeAll(v failover.View) map[string]failover.Probe {
+func (n *Node) probeAll(v failover.View) map[string]failover.Probe {
 	if !v.Follower || v.Leader == "" {
 		return nil
 	}
-	probes := map[string]failover.Probe{v.Leader: g.probe(v.Leader)}
+	probes := map[string]failover.Probe{v.Leader: n.probe(v.Leader)}
 	if probes[v.Leader] != failover.Gone {
 		return probes
 	}
 	for _, r := range v.Replicas {
 		if r != v.Self && r != v.Leader {
-			probes[r] = g.probe(r)
+			probes[r] = n.probe(r)
 		}
 	}
 	return probes
@@ -120,13 +96,13 @@ func (g *Group) probeAll(v failover.View) map[string]failover.Probe {
 // electInTurn waits wait, then calls an election if failover.StillElect
 // says so, given the term when the decision was taken. It returns false
 // when the replica closes.
-func (g *Group) electInTurn(wait time.Duration, since time.Time, term uint64, old, why string) bool {
-	if !g.sleep(wait) {
+func (n *Node) electInTurn(wait time.Duration, since time.Time, term uint64, old, why string) bool {
+	if !n.sleep(wait) {
 		return false
 	}
-	if failover.StillElect(g.now(), failover.Decision{At: since, Term: term, Leader: old}) {
-		g.log.Warn(why, "leader", old)
-		g.timeoutNow(g.self)
+	if failover.StillElect(n.now(), failover.Decision{At: since, Term: term, Leader: old}) {
+		n.log.Warn(why, "leader", old)
+		n.timeoutNow(n.self)
 	}
 	return true
 }
@@ -143,29 +119,29 @@ func (g *Group) electInTurn(wait time.Duration, since time.Time, term uint64, ol
 // With three replicas and the leader gone, the peer wins only with this
 // follower's vote, which moves its term: the window is that of a vote
 // request crossing the nudge.
-func (g *Group) nudgeInTurn(v failover.View, since time.Time, term uint64) bool {
-	if !g.sleep(failover.NudgeWait(v, time.Since(since), g.heartbeat, g.timing)) {
+func (n *Node) nudgeInTurn(v failover.View, since time.Time, term uint64) bool {
+	if !n.sleep(failover.NudgeWait(v, time.Since(since), n.heartbeat, n.timing)) {
 		return false
 	}
 	gaveUp := failover.Decision{At: since, Term: term, Leader: v.Leader}
-	if !failover.StillElect(g.now(), gaveUp) {
+	if !failover.StillElect(n.now(), gaveUp) {
 		return true
 	}
-	cur := g.view()
+	cur := n.view()
 	cur.Leader = v.Leader // the one given up on, even if forgotten since
 	elapsed := time.Since(since)
-	peer, ok := failover.NudgeTarget(cur, g.askPeers(cur), elapsed, g.heartbeat, g.timing)
-	if ok && failover.StillElect(g.now(), gaveUp) {
-		g.log.Warn("the peer whose log is ahead has called no election: asking it to call one now", "peer", peer, "leader", v.Leader)
-		g.timeoutNow(peer)
+	peer, ok := failover.NudgeTarget(cur, n.askPeers(cur), elapsed, n.heartbeat, n.timing)
+	if ok && failover.StillElect(n.now(), gaveUp) {
+		n.log.Warn("the peer whose log is ahead has called no election: asking it to call one now", "peer", peer, "leader", v.Leader)
+		n.timeoutNow(peer)
 	}
 	return true
 }
 
 // sleep waits d, and returns false if the replica closes meanwhile.
-func (g *Group) sleep(d time.Duration) bool {
+func (n *Node) sleep(d time.Duration) bool {
 	select {
-	case <-g.stop:
+	case <-n.stop:
 		return false
 	case <-time.After(d):
 		return true
@@ -174,15 +150,15 @@ func (g *Group) sleep(d time.Duration) bool {
 
 // now returns what this replica knows at this moment, for
 // failover.StillElect.
-func (g *Group) now() failover.Now {
-	leader, _ := g.raft.LeaderWithID()
-	n := failover.Now{Follower: g.raft.State() == raft.Follower, LastContact: g.raft.LastContact(),
-		Leader: string(leader), Term: g.raft.CurrentTerm()}
-	if v, ok := g.lastVote(); ok && v.Term == n.Term && v.For != g.self {
-		n.VotedFor = v.For
+func (n *Node) now() failover.Now {
+	leader, _ := n.raft.LeaderWithID()
+	now := failover.Now{Follower: n.raft.State() == raft.Follower, LastContact: n.raft.LastContact(),
+		Leader: string(leader), Term: n.raft.CurrentTerm()}
+	if v, ok := n.lastVote(); ok && v.Term == now.Term && v.For != n.self {
+		now.VotedFor = v.For
 	}
-	n.Asked = g.asked.get()
-	return n
+	now.Asked = n.asked.get()
+	return now
 }
 
 // notesVoteRequest notes, for a heartbeat timeout, the term of a vote
@@ -191,9 +167,9 @@ func (g *Group) now() failover.Now {
 // already), as the transport passes it to Raft: the failover paths must
 // see an election as soon as it reaches the replica, not once Raft, busy
 // storing entries, has read the request and raised its term.
-func (g *Group) notesVoteRequest(req *raft.RequestVoteRequest) {
-	if !(failover.LogPosition{Index: req.LastLogIndex, Term: req.LastLogTerm}).Behind(g.lastEntry()) {
-		g.asked.note(req.Term, g.heartbeat)
+func (n *Node) notesVoteRequest(req *raft.RequestVoteRequest) {
+	if !(failover.LogPosition{Index: req.LastLogIndex, Term: req.LastLogTerm}).Behind(n.lastEntry()) {
+		n.asked.note(req.Term, n.heartbeat)
 	}
 }
 
@@ -201,18 +177,18 @@ func (g *Group) notesVoteRequest(req *raft.RequestVoteRequest) {
 // now, with the vote requests of a leadership transfer, which voters grant
 // although their own timeouts have not run out: it sends that replica's
 // Raft node a TimeoutNow.
-func (g *Group) timeoutNow(addr string) {
+func (n *Node) timeoutNow(addr string) {
 	var resp raft.TimeoutNowResponse
 	req := raft.TimeoutNowRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax,
-		ID: []byte(g.self), Addr: []byte(g.self)}}
-	if err := g.transport.TimeoutNow(raft.ServerID(addr), raft.ServerAddress(addr), &req, &resp); err != nil {
-		g.log.Warn("could not call the election", "replica", addr, "err", err)
+		ID: []byte(n.self), Addr: []byte(n.self)}}
+	if err := n.transport.TimeoutNow(raft.ServerID(addr), raft.ServerAddress(addr), &req, &resp); err != nil {
+		n.log.Warn("could not call the election", "replica", addr, "err", err)
 	}
 }
 
 // probe dials addr and tells whether a server is there.
-func (g *Group) probe(addr string) failover.Probe {
-	c, err := g.dial(addr, g.timing.ProbeTimeout)
+func (n *Node) probe(addr string) failover.Probe {
+	c, err := n.dial(addr, n.timing.ProbeTimeout)
 	if err != nil {
 		if errors.Is(err, syscall.ECONNREFUSED) {
 			return failover.Gone
@@ -220,7 +196,7 @@ func (g *Group) probe(addr string) failover.Probe {
 		return failover.Unknown
 	}
 	defer func() { _ = c.Close() }()
-	_ = c.SetReadDeadline(time.Now().Add(g.timing.ProbeHold))
+	_ = c.SetReadDeadline(time.Now().Add(n.timing.ProbeHold))
 	var b [1]byte
 	if _, err := c.Read(b[:]); err != nil {
 		var ne net.Error

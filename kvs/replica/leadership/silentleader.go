@@ -1,4 +1,4 @@
-package replica
+package leadership
 
 import (
 	"time"
@@ -23,37 +23,33 @@ import (
 // TimeoutNow to itself, as in failover.go) and when: before any
 // follower's own timer fires, so that the two do not split the vote.
 
-// StatusFunc asks the server at addr for its status within timeout; the
-// server wires it to the client's Status RPC.
-type StatusFunc func(addr string, req wire.StatusRequest, timeout time.Duration) (wire.StatusReply, error)
-
 // watchSilence checks the leader's silence and calls an election when a
 // majority has not heard from it for a heartbeat timeout.
-func (g *Group) watchSilence() {
-	defer g.wg.Done()
-	if g.peerStat == nil {
+func (n *Node) watchSilence() {
+	defer n.wg.Done()
+	if n.peerStat == nil {
 		return
 	}
-	tick := time.NewTicker(g.timing.SilenceCheckEvery)
+	tick := time.NewTicker(n.timing.SilenceCheckEvery)
 	defer tick.Stop()
 	var lastAsked time.Time
 	for {
 		select {
-		case <-g.stop:
+		case <-n.stop:
 			return
 		case <-tick.C:
 		}
-		v, now := g.view(), time.Now()
-		if !failover.AskAboutSilence(v, now, g.raft.LastContact(), lastAsked, g.heartbeat, g.timing) {
+		v, now := n.view(), time.Now()
+		if !failover.AskAboutSilence(v, now, n.raft.LastContact(), lastAsked, n.heartbeat, n.timing) {
 			continue
 		}
 		lastAsked = now
-		term := g.raft.CurrentTerm()
-		turn, elect := failover.SilentMajority(v, g.askPeers(v), g.heartbeat, g.timing)
+		term := n.raft.CurrentTerm()
+		turn, elect := failover.SilentMajority(v, n.askPeers(v), n.heartbeat, n.timing)
 		if !elect {
 			continue
 		}
-		if !g.electInTurn(turn, lastAsked, term, v.Leader,
+		if !n.electInTurn(turn, lastAsked, term, v.Leader,
 			"a majority has not heard from the leader for a heartbeat timeout: calling an election now") {
 			return
 		}
@@ -62,18 +58,18 @@ func (g *Group) watchSilence() {
 
 // askPeers asks the shard's other replicas, not the leader, what they know
 // of it; a replica that does not answer in time is left out.
-func (g *Group) askPeers(v failover.View) []failover.Report {
+func (n *Node) askPeers(v failover.View) []failover.Report {
 	var reports []failover.Report
 	for _, r := range v.Replicas {
 		if r == v.Self || r == v.Leader {
 			continue
 		}
-		st, err := g.peerStat(r, wire.StatusRequest{}, g.timing.ProbeTimeout)
+		st, err := n.peerStat(r, wire.StatusRequest{}, n.timing.ProbeTimeout)
 		if err != nil {
 			continue
 		}
 		for _, s := range st.Shards {
-			if s.Shard == g.shard {
+			if s.Shard == n.shard {
 				reports = append(reports, failover.Report{Replica: r, IsLeader: s.State == raft.Leader.String(), IsCandidate: s.State == raft.Candidate.String(),
 					Leader: s.Leader, SinceContact: s.SinceContact, Log: failover.LogPosition{Term: s.LastLogTerm, Index: s.LastIndex}})
 			}
