@@ -39,7 +39,7 @@ const diskSyncFileBytes = WALSegmentSize
 // O_DIRECT needs a file system that has it (not tmpfs). raft-wal also
 // syncs the directory once per new segment, which this leaves out.
 //
-// Run it with: go test ./kvs/replica -run XXX -bench DiskSync
+// Run it with: go test ./kvs/replica/raftstore -run XXX -bench DiskSync
 func BenchmarkDiskSync(b *testing.B) {
 	for _, mode := range []string{"fsync", "overwrite-fdatasync", "direct-dsync", "nosync"} {
 		for _, size := range []int{4 << 10, 20 << 10, 64 << 10, 256 << 10} {
