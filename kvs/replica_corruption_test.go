@@ -19,6 +19,7 @@ import (
 	"github.com/batchkv/batchkv/internal/bugswitch"
 	"github.com/batchkv/batchkv/kvs"
 	"github.com/batchkv/batchkv/kvs/replica"
+	"github.com/batchkv/batchkv/kvs/replica/raftstore"
 	"github.com/batchkv/batchkv/wire"
 )
 
@@ -285,7 +286,7 @@ func TestDamagedSingleReplicaRefusesToStart(t *testing.T) {
 	flipValue(t, segs[0], value(100))
 	_, err := kvs.New(kvs.Config{Self: c.addrs[0], Peers: c.addrs, Replicas: 1, Shards: 1, DataDir: c.dirs[0],
 		Logger: c.logger})
-	require.ErrorIs(t, err, replica.ErrCorrupt)
+	require.ErrorIs(t, err, raftstore.ErrCorrupt)
 	require.ErrorContains(t, err, segs[0]+", log entry ")
 	require.ErrorContains(t, err, "no other replica")
 }

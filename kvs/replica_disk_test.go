@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batchkv/batchkv/client"
-	"github.com/batchkv/batchkv/kvs/replica"
+	"github.com/batchkv/batchkv/kvs/replica/leadership"
 	"github.com/batchkv/batchkv/shard"
 	"github.com/batchkv/batchkv/wire"
 )
@@ -270,8 +270,8 @@ func TestReplicatedDiskFullFollower(t *testing.T) {
 // 36 found: leaders hand leadership back to a preferred replica whose
 // disk is full. The checks of TestReplicatedDiskFullFollower must fail.
 func TestReplicatedDiskFullCheckCatchesHandBackToFull(t *testing.T) {
-	replica.SetHandBackToFullForTest(true)
-	defer replica.SetHandBackToFullForTest(false)
+	leadership.SetHandBackToFullForTest(true)
+	defer leadership.SetHandBackToFullForTest(false)
 	run := runFullReplica(t, 5*time.Second)
 	require.True(t, run.fullLed || run.maxGap >= maxFullGap,
 		"the planted hand-back to a full replica went unnoticed: longest gap %v", run.maxGap)

@@ -46,6 +46,7 @@ import (
 	"github.com/batchkv/batchkv/auth"
 	"github.com/batchkv/batchkv/internal/handoff"
 	"github.com/batchkv/batchkv/kvs/replica"
+	"github.com/batchkv/batchkv/kvs/replica/raftstore"
 	"github.com/batchkv/batchkv/kvs/store"
 	"github.com/batchkv/batchkv/ring"
 	"github.com/batchkv/batchkv/wire"
@@ -112,8 +113,8 @@ type Config struct {
 	// if a majority of a shard's machines lose power. For experiments only.
 	NoSync bool
 	// RaftLog is how each shard keeps its Raft log in DataDir; "" means
-	// replica.LogWAL.
-	RaftLog replica.LogFormat
+	// raftstore.LogWAL.
+	RaftLog raftstore.LogFormat
 	// Raft sets the Raft timeouts and failover delays; zero means
 	// replica.DefaultTiming().
 	Raft replica.Timing

@@ -31,6 +31,7 @@ import (
 	"github.com/batchkv/batchkv/internal/tlsflags"
 	"github.com/batchkv/batchkv/kvs"
 	"github.com/batchkv/batchkv/kvs/replica"
+	"github.com/batchkv/batchkv/kvs/replica/raftstore"
 	"github.com/batchkv/batchkv/kvs/store"
 )
 
@@ -88,7 +89,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	dataDir := fs.String("data-dir", "", "directory of the Raft logs and snapshots; makes the server durable (default with -rf > 1: kvsdata/<host_port>)")
 	raftVia := fs.String("raft-via", "", "comma-separated peer=proxy pairs: dial a peer's Raft traffic through proxy host:port instead (fault experiments)")
 	noSync := fs.Bool("unsafe-nosync", false, "do not fsync the Raft log (experiments only: an acknowledged write may be lost on power failure)")
-	raftLog := fs.String("raft-log", string(replica.LogWAL), "how each shard keeps its Raft log in -data-dir: wal (segment files, one fsync per append) or bolt (a BoltDB file); a data dir keeps the format it was made with")
+	raftLog := fs.String("raft-log", string(raftstore.LogWAL), "how each shard keeps its Raft log in -data-dir: wal (segment files, one fsync per append) or bolt (a BoltDB file); a data dir keeps the format it was made with")
 	timing := replica.DefaultTiming()
 	fs.DurationVar(&timing.HeartbeatTimeout, "raft-heartbeat", timing.HeartbeatTimeout, "Raft heartbeat timeout: a follower that hears nothing from its leader this long calls an election")
 	fs.DurationVar(&timing.ElectionTimeout, "raft-election", timing.ElectionTimeout, "Raft election timeout of a candidate")
@@ -113,7 +114,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	logFormat, err := replica.ParseLogFormat(*raftLog)
+	logFormat, err := raftstore.ParseLogFormat(*raftLog)
 	if err != nil {
 		return fmt.Errorf("-raft-log: %w", err)
 	}

@@ -19,10 +19,18 @@
 // been committed and applied by this replica as leader, so no read is
 // stale.
 //
-// Failover is Raft's, sped up by two watchers whose decisions live in
-// package failover: a follower whose leader's port refuses connections
-// calls an election at once (failover.go), and one whose leader has gone
-// silent asks its peers and calls one as soon as a majority agrees
-// (silence.go). A leader hands leadership back to the shard's preferred
-// replica once it is healthy (handback.go), so leaders stay spread.
+// Failover is Raft's, sped up by two watchers (package leadership) whose
+// decisions live in package failover: a follower whose leader's port
+// refuses connections calls an election at once, and one whose leader has
+// gone silent asks its peers and calls one as soon as a majority agrees.
+// A leader hands leadership back to the shard's preferred replica once it
+// is healthy, so leaders stay spread.
+//
+// The subpackages: raftstore keeps each replica's Raft log, vote and
+// snapshots; fsm is a shard's state machine; leadership runs the
+// watchers, the vote guard and the read lease; diskspace watches the data
+// dir's free space; commitgate groups a leader's entries. This package
+// wires them together around each shard's Raft node (group.go), and
+// manages the replicas a server hosts and the shard map (set.go,
+// meta.go).
 package replica

@@ -8,105 +8,15 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
-	"github.com/batchkv/batchkv/kvs/replica/failover"
+	"github.com/batchkv/batchkv/kvs/replica/commitgate"
+	"github.com/batchkv/batchkv/kvs/replica/diskspace"
+	"github.com/batchkv/batchkv/kvs/replica/fsm"
+	"github.com/batchkv/batchkv/kvs/replica/leadership"
+	"github.com/batchkv/batchkv/kvs/replica/raftstore"
 	"github.com/batchkv/batchkv/kvs/store"
 	"github.com/batchkv/batchkv/wire"
-)
-
-// Timing holds the Raft timeouts, log bounds and failover delays of every
-// shard.
-type Timing struct {
-	// HeartbeatTimeout is how long a follower waits without hearing from
-	// the leader before it calls a (pre-)election; the leader sends
-	// heartbeats every tenth of it. ElectionTimeout bounds a candidate's
-	// election round; LeaderLeaseTimeout is how long a leader keeps
-	// leading without hearing from a majority.
-	HeartbeatTimeout   time.Duration
-	ElectionTimeout    time.Duration
-	LeaderLeaseTimeout time.Duration
-	// SnapshotThreshold is the number of log entries after which a shard
-	// snapshots and truncates its log to the last TrailingLogs entries.
-	SnapshotThreshold uint64
-	TrailingLogs      uint64
-	// SnapshotInterval is how often a shard checks SnapshotThreshold.
-	SnapshotInterval time.Duration
-	// LeaseRead is how long after an entry of its term commits a leader
-	// serves reads without a log entry, when lease reads are on (see
-	// lease.go). Default 400 ms.
-	LeaseRead time.Duration
-	// CommitWindow is how long a leader under heavy load holds an entry,
-	// to send it with the entries that arrive after it (commitgate.go);
-	// 0 sends every entry at once. Default 40 ms.
-	CommitWindow time.Duration
-	// Failover holds the delays of fast failover; zero fields take
-	// failover.DefaultTiming's.
-	Failover failover.Timing
-}
-
-// DefaultTiming returns the timing the servers run with; docs/replication.md
-// explains the choice. With 250 ms of added one-way latency
-// on the leader's links, a heartbeat round trip takes 500 ms plus the
-// 80-160 ms heartbeat interval, under the 800 ms a follower waits. A
-// killed leader is replaced at once (failover.go), a silent one once a
-// majority has not heard from it for 800 ms (silence.go).
-func DefaultTiming() Timing {
-	return Timing{
-		HeartbeatTimeout:   800 * time.Millisecond,
-		ElectionTimeout:    800 * time.Millisecond,
-		LeaderLeaseTimeout: 800 * time.Millisecond,
-		SnapshotThreshold:  8192,
-		TrailingLogs:       1024,
-		SnapshotInterval:   10 * time.Second,
-		LeaseRead:          400 * time.Millisecond,
-		CommitWindow:       40 * time.Millisecond,
-		Failover:           failover.DefaultTiming(),
-	}
-}
-
-// ApplyTimeout bounds the wait to hand an entry (a write batch, a read
-// barrier) to Raft.
-const ApplyTimeout = 5 * time.Second
-
-// Fixed parameters of every shard's Raft node.
-const (
-	// transportPool is how many idle connections to each peer the Raft
-	// transport keeps for reuse.
-	transportPool = 3
-	// transportTimeout bounds each Raft RPC's write, and a snapshot
-	// chunk's.
-	transportTimeout = 10 * time.Second
-	// rpcsInFlight is how many AppendEntries RPCs a leader keeps in
-	// flight to each follower. hashicorp/raft's default, 2, makes entries
-	// that arrive while two are in flight wait for the first's answer: on
-	// a slow link, most of a round trip more (chaos slow-network at +250
-	// ms each way: 53% of the baseline with 2, 62% and 70% with 16; the
-	// standard run is unchanged).
-	rpcsInFlight = 16
-	// logCacheEntries is how many recent log entries stay in memory, so
-	// that replicating them to followers does not read the log store. A
-	// write entry holds a whole batch's writes for the shard, and every
-	// replica caches what it stores, so the cache is a large part of a
-	// server's live heap (about 117 MB of a follower's 437 MB at RF=3
-	// under the standard load). 128 entries halved the page faults of a
-	// run's first seconds where huge pages are off, but a new leader
-	// behind a burst of retried batches then read its followers' entries
-	// from the log store, and the first write after a crash took up to 4 s
-	// (docs/results.md, "Heap growth and page faults").
-	logCacheEntries = 1024
-	// snapshotsRetained is how many snapshots a shard keeps on disk.
-	snapshotsRetained = 2
-	// maxAppendEntries is how many entries go in one AppendEntries RPC and
-	// one disk write: the group commit of concurrent batches.
-	maxAppendEntries = 256
-	// barrierTimeout bounds a new leader's wait for its first barrier,
-	// after which it serves reads.
-	barrierTimeout = 10 * time.Second
-	// dataDirMode and the snapshot files' modes keep a shard's data
-	// readable by the server's user only.
-	dataDirMode = 0o700
 )
 
 // Group is this server's replica of one shard: a Raft node, its log and
@@ -120,19 +30,15 @@ type Group struct {
 	// first; a move changes it (SetPlacement).
 	place     atomic.Pointer[[]string]
 	raft      *raft.Raft
-	fsm       *shardFSM
+	fsm       *fsm.Machine
 	stream    *stream
-	transport *preVoteGuard
-	dial      DialFunc
+	transport *leadership.Guard
 	heartbeat time.Duration // the heartbeat timeout
-	timing    failover.Timing
-	peerStat  StatusFunc
-	suspect   chan struct{} // an inbound Raft connection ended
-	logs      raftStore
+	logs      raftstore.Store
 	log       *slog.Logger
 	// disk watches the space of this server's data dir and its peers'
 	// (nil: replicas in memory).
-	disk *diskWatch
+	disk *diskspace.Watch
 
 	// readyTerm is the term in which this replica, as leader, has applied
 	// every entry committed before it: reads are served only in that term.
@@ -140,20 +46,17 @@ type Group struct {
 	// rebuilding says the replica's data was damaged, and is being sent
 	// again by its peers: it neither votes nor stands (rebuild.go).
 	rebuilding atomic.Bool
-	// lease lets a leader serve reads without a log entry (lease.go).
-	lease lease
+	// lease lets a leader serve reads without a log entry.
+	lease *leadership.Lease
 	// gate groups the entries this replica appends as leader.
-	gate commitGate
-	// standing is the term this replica is about to stand in (stands), and
-	// asked the latest election a peer asked it to vote in
-	// (notesVoteRequest).
-	standing, asked recentTerm
+	gate *commitgate.Gate
+	// node runs the watchers that speed up failover, hand leadership
+	// back, and hand it over from a full disk, and guards the votes.
+	node *leadership.Node
 
-	notify   chan bool
-	observed chan raft.Observation
-	observer *raft.Observer
-	stop     chan struct{}
-	wg       sync.WaitGroup
+	notify chan bool
+	stop   chan struct{}
+	wg     sync.WaitGroup
 }
 
 // groupConfig is what opening a replica group needs.
@@ -166,7 +69,7 @@ type groupConfig struct {
 	join      bool
 	dir       string
 	noSync    bool
-	logFormat LogFormat
+	logFormat raftstore.LogFormat
 	timing    Timing
 	dial      DialFunc
 	peerStat  StatusFunc
@@ -181,74 +84,32 @@ type groupConfig struct {
 	damaged func(error)
 	log     *slog.Logger
 	// disk watches the server's data dir (nil with dir "").
-	disk *diskWatch
-}
-
-// openStores returns the replica's log and snapshot stores: files in
-// gc.dir, or memory when gc.dir is empty.
-func openStores(gc groupConfig, hlog hclog.Logger) (raftStore, raft.SnapshotStore, error) {
-	if gc.dir == "" {
-		return raft.NewInmemStore(), &memSnapshots{}, nil
-	}
-	if err := mkdirAllDurable(gc.dir, dataDirMode); err != nil {
-		return nil, nil, fmt.Errorf("replica: shard %d data dir: %w", gc.shard, err)
-	}
-	if err := roomForLog(gc.dir); err != nil {
-		return nil, nil, fmt.Errorf("replica: shard %d: %w", gc.shard, err)
-	}
-	checked, err := openCheckedLog(gc.dir, gc.logFormat, gc.noSync, hlog)
-	if err != nil {
-		return nil, nil, fmt.Errorf("replica: shard %d log: %w", gc.shard, err)
-	}
-	snaps, err := openSnapshots(gc.dir, snapshotsRetained, hlog)
-	if err != nil {
-		_ = closeLogStore(checked)
-		return nil, nil, fmt.Errorf("replica: shard %d snapshots: %w", gc.shard, err)
-	}
-	if err := checkReplicaData(gc.dir, checked, snaps); err != nil {
-		kept := keepState(checked)
-		_ = closeLogStore(checked)
-		return nil, nil, &damagedError{shard: gc.shard, err: err, kept: kept}
-	}
-	checked.setOnCorrupt(gc.damaged)
-	// A log sealed for want of space is reopened, checksums and all, once
-	// space returns (spacelog.go).
-	reopen := func() (raftStore, error) {
-		l, err := openCheckedLog(gc.dir, gc.logFormat, gc.noSync, hlog)
-		if err != nil {
-			return nil, err
-		}
-		l.setOnCorrupt(gc.damaged)
-		return l, nil
-	}
-	lg := gc.log
-	if lg == nil {
-		lg = slog.New(slog.DiscardHandler)
-	}
-	logs := raftStore(newSpaceLog(checked, gc.dir, gc.disk, reopen, lg.With("shard", gc.shard)))
-	return logs, &checkedSnapshots{SnapshotStore: snaps, onCorrupt: gc.damaged}, nil
+	disk *diskspace.Watch
 }
 
 func openGroup(gc groupConfig) (g *Group, err error) {
 	g = &Group{shard: gc.shard, self: gc.self, dir: gc.dir,
 		log: gc.log.With("shard", gc.shard), notify: make(chan bool, 16),
-		observed: make(chan raft.Observation, 64), stop: make(chan struct{}), dial: gc.dial,
-		heartbeat: gc.timing.HeartbeatTimeout, timing: gc.timing.Failover.WithDefaults(), peerStat: gc.peerStat,
-		suspect: make(chan struct{}, 1), disk: gc.disk}
+		stop: make(chan struct{}), heartbeat: gc.timing.HeartbeatTimeout, disk: gc.disk}
 	g.SetPlacement(gc.replicas)
-	g.lease.on, g.lease.dur, g.lease.base = gc.leases, gc.timing.LeaseRead, time.Now()
-	g.gate.limit, g.gate.requestTime = gc.timing.CommitWindow, gc.requestTime
-	g.fsm = newShardFSM(gc.newStore, gc.sessionTT)
+	g.lease = leadership.NewLease(gc.leases, gc.timing.LeaseRead)
+	g.gate = commitgate.New(commitgate.Config{Window: gc.timing.CommitWindow, RequestTime: gc.requestTime})
+	g.fsm = fsm.New(fsm.Config{NewStore: gc.newStore, SessionTTL: gc.sessionTT})
 	if gc.damaged == nil {
 		gc.damaged = func(error) {}
 	}
-	rebuildTo, rebuilding := rebuildTarget(gc.dir)
+	rebuildTo, rebuilding := raftstore.RebuildTarget(gc.dir)
 	if rebuilding {
 		gc.join = true // it must never bootstrap a configuration of its own
 		g.rebuilding.Store(true)
 	}
 	hlog := newRaftLogger(g.log)
-	logs, snaps, err := openStores(gc, hlog)
+	logs, snaps, err := raftstore.Open(raftstore.Config{Shard: gc.shard, Dir: gc.dir, Format: gc.logFormat,
+		NoSync: gc.noSync, Disk: gc.disk, OnCorrupt: gc.damaged, Logger: gc.log, RaftLogger: hlog})
+	var dmg *raftstore.DamagedError
+	if errors.As(err, &dmg) {
+		return nil, &damagedError{shard: gc.shard, err: dmg.Err, kept: dmg.Kept}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -263,10 +124,18 @@ func openGroup(gc groupConfig) (g *Group, err error) {
 		return nil, err
 	}
 	g.stream = newStream(gc.shard, gc.self, gc.dial)
-	g.transport = newPreVoteGuard(raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+	g.transport = leadership.NewGuard(raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: g.stream, MaxPool: transportPool, MaxRPCsInFlight: rpcsInFlight, Timeout: transportTimeout, Logger: hlog,
 	}))
-	g.transport.mayStand = g.mayStand
+	g.node, err = leadership.New(leadership.Config{Shard: gc.shard, Self: gc.self, Guard: g.transport, Votes: g.logs,
+		Placement: g.Placement, HeardFrom: g.stream.heardFrom, Dial: gc.dial, PeerStatus: gc.peerStat,
+		Heartbeat: gc.timing.HeartbeatTimeout, Timing: gc.timing.Failover, Lease: g.lease, Disk: gc.disk,
+		Rebuilding: g.rebuilding.Load, Logger: g.log})
+	if err != nil {
+		_ = g.transport.Close()
+		_ = g.stream.Close()
+		return nil, err
+	}
 	defer func() {
 		if err != nil {
 			_ = g.transport.Close()
@@ -293,8 +162,7 @@ func openGroup(gc groupConfig) (g *Group, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("replica: shard %d raft: %w", gc.shard, err)
 	}
-	g.transport.abstain = g.rebuilding.Load
-	g.transport.start(g.stands, g.notesVoteRequest, g.refusePreVote)
+	g.node.Start(g.raft)
 	if !existing && !gc.join {
 		var conf raft.Configuration
 		for _, r := range gc.replicas {
@@ -305,63 +173,14 @@ func openGroup(gc groupConfig) (g *Group, err error) {
 			return nil, fmt.Errorf("replica: shard %d bootstrap: %w", gc.shard, err)
 		}
 	}
-	g.observer = raft.NewObserver(g.observed, false, func(o *raft.Observation) bool {
-		switch o.Data.(type) {
-		case raft.FailedHeartbeatObservation, raft.ResumedHeartbeatObservation:
-			return true
-		}
-		return false
-	})
-	g.raft.RegisterObserver(g.observer)
-	if !existing && !gc.join && g.self == gc.replicas[0] && len(gc.replicas) > 1 {
-		g.wg.Add(1)
-		go g.leadFirst()
-	}
+	g.node.Watch(!existing && !gc.join && g.self == gc.replicas[0] && len(gc.replicas) > 1)
 	if rebuilding {
 		g.wg.Add(1)
 		go g.watchRebuild(rebuildTo)
 	}
-	g.wg.Add(5)
-	go g.watchDisk()
+	g.wg.Add(1)
 	go g.watchLeadership()
-	go g.watchHandBack()
-	go g.watchLeaderDeath()
-	go g.watchSilence()
 	return g, nil
-}
-
-// firstElectionFor bounds how long a new shard's preferred replica tries
-// to be its first leader, and firstElectionEvery is how often it tries.
-const (
-	firstElectionFor   = 5 * time.Second
-	firstElectionEvery = 200 * time.Millisecond
-)
-
-// leadFirst makes the preferred replica of a new shard call its first
-// election at once, rather than leave it to whichever replica's timer
-// fires first: otherwise a third of shards start with another leader and
-// hand leadership back a few seconds into the first load, a dip in every
-// run's first seconds. It gives up once any leader is known.
-func (g *Group) leadFirst() {
-	defer g.wg.Done()
-	tick := time.NewTicker(firstElectionEvery)
-	defer tick.Stop()
-	deadline := time.After(firstElectionFor)
-	for {
-		select {
-		case <-g.stop:
-			return
-		case <-deadline:
-			return
-		case <-tick.C:
-		}
-		if leader, _ := g.raft.LeaderWithID(); leader != "" {
-			return
-		}
-		if g.raft.State() == raft.Follower {
-			g.timeoutNow(g.self)
-		}
-	}
 }
 
 // watchLeadership makes a new leader ready for reads: once a barrier in
@@ -393,19 +212,6 @@ func (g *Group) LeaderHint() string {
 	addr, _ := g.raft.LeaderWithID()
 	return string(addr)
 }
-
-// ErrLeadershipLost says a write's leader lost its leadership before the
-// write committed: it may or may not be applied later.
-var ErrLeadershipLost = raft.ErrLeadershipLost
-
-// ErrNotLeader says this replica cannot serve the shard now: it is not
-// the leader, or not yet ready to serve reads in its term.
-var ErrNotLeader = errors.New("replica: not the leader")
-
-// ErrHandingOver says this replica, the leader, is handing its
-// leadership to another and took nothing in meanwhile. It is an
-// ErrNotLeader; AwaitNewLeader names the next leader.
-var ErrHandingOver = fmt.Errorf("%w: handing leadership over", ErrNotLeader)
 
 // AwaitNewLeader waits, up to timeout, until this replica knows a leader
 // other than itself after a hand-over, and returns it ("" if none came).
@@ -448,14 +254,14 @@ func (g *Group) ReadBarrier() error {
 	if g.raft.State() != raft.Leader || g.readyTerm.Load() != term {
 		return ErrNotLeader
 	}
-	start := g.lease.now()
+	start := g.lease.Now()
 	if err := g.append(func() raft.Future { return g.raft.Barrier(ApplyTimeout) }); err != nil || g.raft.CurrentTerm() != term {
 		if errors.Is(err, raft.ErrLeadershipTransferInProgress) {
 			return ErrHandingOver
 		}
 		return ErrNotLeader
 	}
-	g.lease.renew(start, term)
+	g.lease.Renew(start, term)
 	return nil
 }
 
@@ -488,8 +294,8 @@ type Written struct {
 func (g *Group) Write(entry []byte, timeout time.Duration) (Written, error) {
 	var start int64
 	var term uint64
-	if g.lease.on {
-		start, term = g.lease.now(), g.raft.CurrentTerm()
+	if g.lease.On() {
+		start, term = g.lease.Now(), g.raft.CurrentTerm()
 	}
 	if err := g.refuseWrite(); err != nil {
 		return Written{}, err
@@ -504,22 +310,22 @@ func (g *Group) Write(entry []byte, timeout time.Duration) (Written, error) {
 		}
 		return Written{}, err
 	}
-	res, _ := f.Response().(applyResult)
+	res, _ := f.Response().(fsm.Result)
 	// An entry of this term committed: the lease runs from before it was
 	// appended. (A term that moved before the entry was appended is
 	// caught by renew: the lease is granted for term, which then differs
 	// from the current one.)
 	if g.readyTerm.Load() == term {
-		g.lease.renew(start, term)
+		g.lease.Renew(start, term)
 	}
-	return Written{Duplicate: res.duplicate, Results: res.results}, res.err
+	return Written{Duplicate: res.Duplicate, Results: res.Results}, res.Err
 }
 
 // append passes the commit gate, appends an entry with add, and waits
 // for Raft's answer.
 func (g *Group) append(add func() raft.Future) error {
-	g.gate.enter()
-	defer g.gate.done()
+	g.gate.Enter()
+	defer g.gate.Done()
 	return g.await(add())
 }
 
@@ -542,13 +348,13 @@ func (g *Group) await(f raft.Future) error {
 func (g *Group) Status(withDigest bool) wire.ShardStatus {
 	st := wire.ShardStatus{Shard: g.shard, Replicas: g.Placement(), State: g.raft.State().String(),
 		Leader: g.LeaderHint(), Term: g.raft.CurrentTerm(), LastIndex: g.raft.LastIndex(),
-		Commit: g.raft.CommitIndex(), Applied: g.raft.AppliedIndex(), Keys: g.fsm.current().Len(),
-		Restores: g.fsm.restores.Load()}
+		Commit: g.raft.CommitIndex(), Applied: g.raft.AppliedIndex(), Keys: g.fsm.Store().Len(),
+		Restores: g.fsm.Restores()}
 	if last := g.raft.LastContact(); g.raft.State() != raft.Leader && !last.IsZero() {
 		st.SinceContact = time.Since(last)
 	}
 	if withDigest {
-		st.Digest = g.fsm.digest()
+		st.Digest = g.fsm.Digest()
 	}
 	stats := g.raft.Stats()
 	st.Snapshot, st.LastLogTerm = statUint(stats, "last_snapshot_index"), statUint(stats, "last_log_term")
@@ -557,18 +363,19 @@ func (g *Group) Status(withDigest bool) wire.ShardStatus {
 
 // Store returns the shard's current store, for reads after ReadBarrier.
 // A snapshot restore replaces it; callers take it anew for each batch.
-func (g *Group) Store() store.Store { return g.fsm.current() }
+func (g *Group) Store() store.Store { return g.fsm.Store() }
 
 // Shard returns the shard this group replicates.
 func (g *Group) Shard() int { return g.shard }
 
 func (g *Group) close() error {
 	close(g.stop)
-	g.raft.DeregisterObserver(g.observer)
+	g.node.Stop()
 	err := g.raft.Shutdown().Error()
 	_ = g.stream.Close()
 	_ = g.transport.Close()
 	g.wg.Wait()
+	g.node.Wait()
 	if cerr := g.closeLogs(); err == nil {
 		err = cerr
 	}
@@ -576,4 +383,24 @@ func (g *Group) close() error {
 }
 
 // closeLogs closes the log store if it holds files.
-func (g *Group) closeLogs() error { return closeLogStore(g.logs) }
+func (g *Group) closeLogs() error { return raftstore.Close(g.logs) }
+
+// ReadLease reports whether this replica may serve a read from its store
+// now without a log entry: lease reads are on, it leads, it has applied
+// every entry of earlier terms, and its lease holds. Otherwise the read
+// needs ReadBarrier.
+func (g *Group) ReadLease() bool {
+	if !g.lease.On() {
+		return false
+	}
+	term := g.raft.CurrentTerm()
+	return g.raft.State() == raft.Leader && g.readyTerm.Load() == term && g.lease.Valid(term)
+}
+
+// statUint returns the number raft.Stats gives under key; 0 when it gives
+// none.
+func statUint(stats map[string]string, key string) uint64 {
+	var n uint64
+	_, _ = fmt.Sscan(stats[key], &n)
+	return n
+}

@@ -65,8 +65,8 @@ func (g *Group) ChangeMembers(op wire.MembershipOp, addr string) error {
 			return nil // it leads already
 		}
 		// No lease read may be served once another replica may lead.
-		g.lease.giveUp()
-		defer g.lease.resume()
+		g.lease.GiveUp()
+		defer g.lease.Resume()
 		f = g.raft.LeadershipTransferToServer(id, a)
 	default:
 		return fmt.Errorf("replica: membership op %d is not a Raft change", op)
@@ -86,8 +86,8 @@ func (g *Group) ChangeMembers(op wire.MembershipOp, addr string) error {
 // how a move finishes when the hand-over it asked for did not stick (the
 // new replica lost its election, and the old leader was elected again).
 func (g *Group) handOverToLeave() error {
-	g.lease.giveUp()
-	defer g.lease.resume()
+	g.lease.GiveUp()
+	defer g.lease.Resume()
 	if err := g.await(g.raft.LeadershipTransfer()); err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
 			return ErrNotLeader

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/batchkv/batchkv/kvs/replica/raftstore"
 	"github.com/batchkv/batchkv/shard"
 	"github.com/batchkv/batchkv/wire"
 )
@@ -20,10 +21,6 @@ import (
 // current map in JSON. The initial map (epoch 1) is implied, not stored:
 // every initial server computes it from its flags.
 const metaKey = "map"
-
-// ErrEpoch says a map change was based on a map that is no longer the
-// current one: someone else changed it first.
-var ErrEpoch = errors.New("replica: the map changed since it was read")
 
 // ReadMap returns the map the meta group holds. It must be called at the
 // meta group's leader; ErrNotLeader otherwise.
@@ -195,7 +192,7 @@ func (s *Set) CloseReplica(sh int) error {
 	if g.dir == "" {
 		return err
 	}
-	return errors.Join(err, removeDirDurably(g.dir))
+	return errors.Join(err, raftstore.RemoveDirDurably(g.dir))
 }
 
 // LoadMap reads the map a server saved in its data dir dir, or returns
@@ -225,7 +222,7 @@ func saveMap(dir string, m *shard.Map) error {
 	if dir == "" {
 		return nil
 	}
-	if err := mkdirAllDurable(dir, dataDirMode); err != nil {
+	if err := raftstore.MkdirAllDurable(dir, raftstore.DataDirMode); err != nil {
 		return fmt.Errorf("replica: data dir: %w", err)
 	}
 	raw, err := json.MarshalIndent(m.Wire(), "", "  ")
@@ -248,7 +245,7 @@ func saveMap(dir string, m *shard.Map) error {
 		err = os.Rename(tmp, filepath.Join(dir, mapFile))
 	}
 	if err == nil {
-		err = syncDir(dir) // the rename itself survives a power cut
+		err = raftstore.SyncDir(dir) // the rename itself survives a power cut
 	}
 	if err != nil {
 		return fmt.Errorf("replica: saving the map: %w", err)

@@ -4,9 +4,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	"github.com/stretchr/testify/require"
+
+	"github.com/batchkv/batchkv/kvs/replica/raftstore"
 )
 
 // TestLogStoreSaysItIsMonotonic: the log store Raft is given (the cache
@@ -19,17 +20,17 @@ import (
 // entries: tried to append index 9241 after 6657" and a shard that never
 // converged, in a power cut during a move).
 func TestLogStoreSaysItIsMonotonic(t *testing.T) {
-	for _, format := range LogFormats {
+	for _, format := range raftstore.LogFormats {
 		t.Run(string(format), func(t *testing.T) {
-			gc := groupConfig{shard: 0, dir: filepath.Join(t.TempDir(), "shard-0"), logFormat: format}
-			logs, _, err := openStores(gc, hclog.NewNullLogger())
+			cfg := raftstore.Config{Shard: 0, Dir: filepath.Join(t.TempDir(), "shard-0"), Format: format}
+			logs, _, err := raftstore.Open(cfg)
 			require.NoError(t, err)
-			defer func() { _ = closeLogStore(logs) }()
+			defer func() { _ = raftstore.Close(logs) }()
 			cached, err := raft.NewLogCache(logCacheEntries, logs)
 			require.NoError(t, err)
 			var store raft.LogStore = cached
 			m, ok := store.(raft.MonotonicLogStore)
-			require.Equal(t, format == LogWAL, ok && m.IsMonotonic())
+			require.Equal(t, format == raftstore.LogWAL, ok && m.IsMonotonic())
 		})
 	}
 }

@@ -3,16 +3,13 @@ package replica
 import (
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
-	"github.com/hashicorp/raft"
+	"github.com/batchkv/batchkv/kvs/replica/raftstore"
 )
 
-// A replica that finds its data damaged (checkReplicaData when it opens,
+// A replica that finds its data damaged (raftstore.Open's checks when it opens,
 // or a checksum that fails while it runs) does not serve it. When the
 // shard has other replicas, this server wipes its copy, keeping only its
 // term and vote, and opens it again empty: the shard's leader, which
@@ -28,7 +25,7 @@ import (
 type damagedError struct {
 	shard int
 	err   error
-	kept  keptState
+	kept  raftstore.Kept
 }
 
 func (e *damagedError) Error() string {
@@ -36,40 +33,6 @@ func (e *damagedError) Error() string {
 }
 
 func (e *damagedError) Unwrap() error { return e.err }
-
-// checkedSnapshots is a replica's snapshot store that reports a snapshot
-// that does not open (its checksum fails: Raft's file snapshot store
-// verifies the whole file when it opens one), as when a leader reads one
-// to send it to a follower.
-type checkedSnapshots struct {
-	raft.SnapshotStore
-	onCorrupt func(error)
-}
-
-// Open implements raft.SnapshotStore.
-func (s *checkedSnapshots) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, error) {
-	meta, rc, err := s.SnapshotStore.Open(id)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		s.onCorrupt(&CorruptError{File: "snapshot " + id, Detail: "the snapshot does not open: " + err.Error()})
-	}
-	return meta, rc, err
-}
-
-// refuseWhileRebuilding answers, with a refusal, an RPC a replica being
-// rebuilt must not act on, and says whether it did.
-func refuseWhileRebuilding(rpc raft.RPC) bool {
-	switch req := rpc.Command.(type) {
-	case *raft.RequestVoteRequest:
-		rpc.Respond(&raft.RequestVoteResponse{RPCHeader: req.RPCHeader, Term: req.Term}, nil)
-	case *raft.RequestPreVoteRequest:
-		rpc.Respond(&raft.RequestPreVoteResponse{RPCHeader: req.RPCHeader, Term: req.Term}, nil)
-	case *raft.TimeoutNowRequest:
-		rpc.Respond(nil, errors.New("replica: being rebuilt from its peers"))
-	default:
-		return false
-	}
-	return true
-}
 
 // rebuildPoll is how often a replica being rebuilt checks its progress.
 const rebuildPoll = 100 * time.Millisecond
@@ -103,13 +66,13 @@ func (g *Group) watchRebuild(target uint64) {
 		if !done {
 			continue
 		}
-		if err := os.Remove(filepath.Join(g.dir, rebuildMark)); err != nil {
+		if err := raftstore.EndRebuild(g.dir); err != nil {
 			g.log.Error("the rebuilt replica's mark stays; it keeps refusing votes", "err", err)
 			return
 		}
 		g.rebuilding.Store(false)
 		g.log.Warn("replica rebuilt from its peers", "applied", applied, "damaged_log_last", target,
-			"snapshots_restored", g.fsm.restores.Load())
+			"snapshots_restored", g.fsm.Restores())
 		return
 	}
 }
@@ -132,8 +95,8 @@ func (s *Set) openOrRebuild(gc groupConfig) (*Group, error) {
 			dmg, gc.dir)
 	}
 	s.cfg.Logger.Error("replica data damaged: not serving it; wiping it and rebuilding it from its peers",
-		"shard", gc.shard, "err", dmg.err, "term_and_vote_kept", dmg.kept.known, "damaged_log_last", dmg.kept.last)
-	if err := wipeForRebuild(gc.dir, gc.logFormat, dmg.kept, newRaftLogger(s.cfg.Logger)); err != nil {
+		"shard", gc.shard, "err", dmg.err, "term_and_vote_kept", dmg.kept.Known, "damaged_log_last", dmg.kept.Last)
+	if err := raftstore.WipeForRebuild(gc.dir, gc.logFormat, dmg.kept, newRaftLogger(s.cfg.Logger)); err != nil {
 		return nil, fmt.Errorf("replica: shard %d: wiping the damaged replica: %w", gc.shard, err)
 	}
 	gc.join = true
@@ -161,7 +124,7 @@ func (s *Set) damaged(sh int, g *Group, found error) {
 	groups[sh] = nil
 	s.groups.Store(&groups)
 	_ = g.raft.Shutdown().Error()
-	kept := keepState(g.logs)
+	kept := raftstore.KeepState(g.logs)
 	reps := g.Placement()
 	_ = g.close()
 	if !s.rebuildable(reps) {
@@ -170,7 +133,7 @@ func (s *Set) damaged(sh int, g *Group, found error) {
 		}
 		return
 	}
-	if err := wipeForRebuild(g.dir, s.cfg.LogFormat, kept, newRaftLogger(s.cfg.Logger)); err != nil {
+	if err := raftstore.WipeForRebuild(g.dir, s.cfg.LogFormat, kept, newRaftLogger(s.cfg.Logger)); err != nil {
 		s.cfg.Logger.Error("wiping the damaged replica failed; the shard stays closed here", "shard", sh, "err", err)
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/batchkv/batchkv/internal/bugswitch"
+	"github.com/batchkv/batchkv/kvs/replica/raftstore"
 	"github.com/batchkv/batchkv/wire"
 )
 
@@ -107,7 +108,7 @@ func (s *Set) compareOnce(g *Group) (verdict error, compared bool) {
 		return nil, false
 	}
 	before := g.raft.AppliedIndex()
-	digest, keys := g.fsm.digest(), g.fsm.current().Len()
+	digest, keys := g.fsm.Digest(), g.fsm.Store().Len()
 	if g.raft.AppliedIndex() != before {
 		return nil, false
 	}
@@ -127,7 +128,7 @@ func (s *Set) compareOnce(g *Group) (verdict error, compared bool) {
 		s.cfg.Logger.Info("start-up check: the replica agrees with its peers", "shard", g.shard, "index", before)
 		return nil, true
 	}
-	return &CorruptError{File: g.dir, Detail: fmt.Sprintf(
+	return &raftstore.CorruptError{File: g.dir, Detail: fmt.Sprintf(
 		"start-up check: at index %d this replica's digest is %016x (%d keys), its peers' %016x (%d keys)",
 		before, digest, keys, peers[0].Digest, peers[0].Keys)}, true
 }

@@ -3,98 +3,18 @@ package replica
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
-	"github.com/batchkv/batchkv/kvs/store"
+	"github.com/batchkv/batchkv/kvs/replica/diskspace"
+	"github.com/batchkv/batchkv/kvs/replica/raftstore"
 	"github.com/batchkv/batchkv/shard"
 	"github.com/batchkv/batchkv/wire"
 )
-
-// DefaultSessionTTL is how long a shard remembers a client session after
-// its last batch. A batch retried later than this after its first attempt
-// may apply twice.
-const DefaultSessionTTL = 10 * time.Minute
-
-// Config configures the replicas a server hosts.
-type Config struct {
-	// Layout maps keys to shards, and gives the initial placement when
-	// Map is nil.
-	Layout *shard.Layout
-	// Map is the placement a joining server starts from (it asked a
-	// member for it); nil on the initial servers.
-	Map *shard.Map
-	// Reborn says this server keeps its replicas in memory (no DataDir),
-	// has restarted with nothing, and Map is the cluster's current map: it
-	// bootstraps new, empty groups for the shards whose only replica Map
-	// places here (and for the meta group, holding Map, if Map names only
-	// this server), so that they serve again, without the data they had;
-	// but not for those in HostedElsewhere (shard numbers, the meta group
-	// as Map.Shards), whose groups live on elsewhere (a move onto another
-	// server was under way): it rejoins those.
-	Reborn          bool
-	HostedElsewhere map[int]bool
-	// VirtualNodes is the ring's virtual nodes per shard, recorded in the
-	// map.
-	VirtualNodes int
-	// Self is this server's address, as peers and clients reach it, and
-	// its Raft server ID. It must be a member under the map.
-	Self string
-	// DataDir holds the Raft logs and snapshots, one folder per shard,
-	// and the last map. Empty keeps all of them in memory: nothing
-	// survives a restart, so only one-replica groups may (a replica that
-	// forgot its vote could vote twice in a term).
-	DataDir string
-	// NoSync skips fsync of the Raft log: an acknowledged write may be lost
-	// if a majority of a shard's machines lose power. For experiments only.
-	NoSync bool
-	// LogFormat is how each shard keeps its Raft log in DataDir; "" means
-	// LogWAL. A shard whose dir holds a log in another format does not
-	// open.
-	LogFormat LogFormat
-	// Timing sets the Raft timeouts and the failover delays.
-	Timing Timing
-	// SessionTTL is how long a shard remembers a client session; zero
-	// means DefaultSessionTTL.
-	SessionTTL time.Duration
-	// NewStore makes an empty store for a shard, and for each snapshot
-	// restore. Nil means store.NewArena.
-	NewStore func() store.Store
-	// Dial opens connections to peers for Raft; nil means DialTCP.
-	Dial DialFunc
-	// PeerStatus asks a peer for its status, for the silence check; nil
-	// turns the silence check off.
-	PeerStatus StatusFunc
-	// LeaseReads lets a leader serve reads without a log entry for
-	// Timing.LeaseRead after an entry of its term commits (lease.go). It
-	// assumes the servers' clocks run at rates within 50% of each other,
-	// and turns off the immediate election after a leader's crash: a
-	// crashed leader is replaced after about 700 ms instead of 200 ms.
-	LeaseReads bool
-	// LeaseUnchecked skips the check that Timing.LeaseRead is safe. Only
-	// tests set it, to plant a lease too long and show that the
-	// linearizability checker catches its stale reads.
-	LeaseUnchecked bool
-	// RequestTime returns the recent mean time a request spends in the
-	// server, from its arrival to its reply; the shards' commit gates hold
-	// entries when it is at least twice Timing.CommitWindow. Nil leaves
-	// them only their own measure (commitgate.go).
-	RequestTime func() time.Duration
-	// Fatal is called when a replica finds its data damaged while it runs
-	// and the shard has no other replica to rebuild it from: the replica
-	// is closed, and the server should stop. Nil only logs it. (Damage
-	// found when a replica opens is Open's error.)
-	Fatal func(error)
-	// Logger receives Raft's warnings and the failover decisions. Nil means
-	// slog.Default().
-	Logger *slog.Logger
-}
 
 // Set is the replicas of the shards one server hosts, one Raft group
 // each, and the shard map this server knows. Its methods are safe for
@@ -114,9 +34,9 @@ type Set struct {
 	mu     sync.Mutex // opens, closes, map adoption
 	metaMu sync.Mutex // serializes CommitMap
 	closed bool       // guarded by mu
-	// disk watches the data dir's space and the peers' (diskspace.go);
+	// disk watches the data dir's space and the peers' (package diskspace);
 	// nil without a data dir.
-	disk *diskWatch
+	disk *diskspace.Watch
 }
 
 // mapFile is the file in the data dir that keeps the last map a server
@@ -130,33 +50,10 @@ const mapFile = "map.json"
 // initial map of cfg.Layout). Only the initial map's replicas bootstrap
 // their groups; later ones wait for their leader.
 func Open(cfg Config) (*Set, error) {
-	if cfg.NewStore == nil {
-		cfg.NewStore = func() store.Store { return store.NewArena() }
-	}
-	if cfg.Dial == nil {
-		cfg.Dial = DialTCP
-	}
-	if cfg.SessionTTL == 0 {
-		cfg.SessionTTL = DefaultSessionTTL
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.LeaseReads && !cfg.LeaseUnchecked {
-		if err := checkLease(cfg.Timing); err != nil {
-			return nil, err
-		}
-		if cfg.PeerStatus == nil {
-			return nil, errors.New("replica: lease reads need PeerStatus: a crashed leader is replaced by the silence check")
-		}
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	s := &Set{cfg: cfg, layout: cfg.Layout}
-	if cfg.DataDir == "" && cfg.Layout.RF() > 1 {
-		return nil, fmt.Errorf("replica: %d replicas per shard need a data dir: a replica that forgets its log and vote on restart can vote twice in a term", cfg.Layout.RF())
-	}
-	if cfg.Reborn && (cfg.DataDir != "" || cfg.Map == nil) {
-		return nil, errors.New("replica: only a server without a data dir is reborn, and from the cluster's map")
-	}
 	m := cfg.Map
 	if m == nil {
 		m = shard.Initial(cfg.Layout, cfg.VirtualNodes)
@@ -180,7 +77,8 @@ func Open(cfg Config) (*Set, error) {
 	}
 	s.m.Store(m)
 	if cfg.DataDir != "" {
-		d, err := startDiskWatch(cfg.DataDir, diskReserve, cfg.Logger, cfg.PeerStatus, s.peers)
+		d, err := diskspace.Start(diskspace.Config{Dir: cfg.DataDir, Reserve: diskReserve, Logger: cfg.Logger,
+			PeerStatus: diskspace.PeerStatusFunc(cfg.PeerStatus), Peers: s.peers})
 		if err != nil {
 			return nil, err
 		}
@@ -235,7 +133,7 @@ func (s *Set) onDisk() []int {
 	if s.cfg.DataDir == "" {
 		return nil
 	}
-	if err := removeTrash(s.cfg.DataDir); err != nil {
+	if err := raftstore.RemoveTrash(s.cfg.DataDir); err != nil {
 		s.cfg.Logger.Warn("a replica's directory left by a cut mid-delete is still there", "err", err)
 	}
 	entries, err := os.ReadDir(s.cfg.DataDir)
@@ -359,7 +257,7 @@ func (s *Set) Accept(c net.Conn, sh int) error {
 	if g == nil {
 		return fmt.Errorf("%w: shard %d", ErrNoSuchShard, sh)
 	}
-	if !g.stream.Offer(&watchedConn{Conn: c, ended: g.suspectLeader}) {
+	if !g.stream.Offer(g.node.WatchConn(c)) {
 		return net.ErrClosed
 	}
 	return nil
@@ -396,6 +294,6 @@ func (s *Set) closeLocked() error {
 			errs = append(errs, g.close())
 		}
 	}
-	s.disk.close()
+	s.disk.Close()
 	return errors.Join(errs...)
 }

@@ -2,7 +2,6 @@ package replica
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -23,10 +22,6 @@ const Preamble = "BKVRAFT1"
 
 // DialFunc opens a TCP connection to addr within timeout.
 type DialFunc func(addr string, timeout time.Duration) (net.Conn, error)
-
-// ErrNoSuchShard says a Raft connection named a shard this server does not
-// host.
-var ErrNoSuchShard = errors.New("replica: this server hosts no replica of that shard")
 
 // raftAddr is a net.Addr that is just the server's advertised address,
 // which is also its Raft server ID.
