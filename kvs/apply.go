@@ -3,6 +3,7 @@ package kvs
 import (
 	"sync/atomic"
 
+	"github.com/batchkv/batchkv/kvs/stats"
 	"github.com/batchkv/batchkv/kvs/store"
 	"github.com/batchkv/batchkv/wire"
 )
@@ -22,7 +23,7 @@ const (
 // holds too many bytes of unwritten replies, reads values only in one of
 // a few build slots, and charges what it read to its call.
 type applier struct {
-	stats   *Stats
+	stats   *stats.Stats
 	replies *budget       // server-wide; nil in tests and benchmarks that build Services by hand
 	slots   chan struct{} // build slots; nil likewise
 	charge  func(cl *call, n int64)
@@ -74,10 +75,10 @@ func (a *applier) applyAt(st store.Store, ops []wire.Op, at []int32, results []w
 		}
 	}
 	// One atomic add per counter per batch, not per op.
-	a.stats.add(&a.stats.Gets, gets)
-	a.stats.add(&a.stats.Puts, puts)
-	a.stats.add(&a.stats.Deletes, dels)
-	a.stats.add(&a.stats.Rejected, rejected)
+	a.stats.Add(&a.stats.Gets, gets)
+	a.stats.Add(&a.stats.Puts, puts)
+	a.stats.Add(&a.stats.Deletes, dels)
+	a.stats.Add(&a.stats.Rejected, rejected)
 }
 
 // admit waits until cl's connection and the server are within their reply

@@ -11,6 +11,7 @@ import (
 	"github.com/batchkv/batchkv/client"
 	"github.com/batchkv/batchkv/internal/netcount"
 	"github.com/batchkv/batchkv/kvs/replica"
+	"github.com/batchkv/batchkv/kvs/stats"
 	"github.com/batchkv/batchkv/kvs/store"
 	"github.com/batchkv/batchkv/ring"
 	"github.com/batchkv/batchkv/shard"
@@ -63,7 +64,7 @@ func (b *localBackend) close() error { return nil }
 // newBackend picks the backend cfg asks for, and the layout that
 // KVService.Layout answers with (none for a replicated server, which
 // answers its current shard map).
-func newBackend(cfg *Config, stats *Stats, apply *applier) (backend, wire.Layout, error) {
+func newBackend(cfg *Config, stats *stats.Stats, apply *applier) (backend, wire.Layout, error) {
 	layout := wire.Layout{Servers: cfg.Peers, VirtualNodes: cfg.VirtualNodes}
 	switch {
 	case cfg.Replicated():
@@ -88,7 +89,7 @@ func newBackend(cfg *Config, stats *Stats, apply *applier) (backend, wire.Layout
 }
 
 // newReplicatedBackend opens this server's replicas of its shards.
-func newReplicatedBackend(cfg *Config, apply *applier, stats *Stats) (backend, wire.Layout, error) {
+func newReplicatedBackend(cfg *Config, apply *applier, stats *stats.Stats) (backend, wire.Layout, error) {
 	servers := cfg.Peers
 	if len(servers) == 0 {
 		servers = []string{cfg.Self}
@@ -112,7 +113,7 @@ func newReplicatedBackend(cfg *Config, apply *applier, stats *Stats) (backend, w
 	}
 	rc := replica.Config{Layout: l, Map: start, VirtualNodes: vnodes, Self: cfg.Self, DataDir: cfg.DataDir, NoSync: cfg.NoSync, LogFormat: cfg.RaftLog,
 		Timing: cfg.Raft, SessionTTL: cfg.SessionTTL, NewStore: storeMaker(cfg.Store), Dial: raftDialer(cfg, stats),
-		PeerStatus: admin.Status, LeaseReads: cfg.ReadMode == ReadLease, RequestTime: stats.requestTime.get, Logger: cfg.Logger}
+		PeerStatus: admin.Status, LeaseReads: cfg.ReadMode == ReadLease, RequestTime: stats.RequestTime, Logger: cfg.Logger}
 	if reborn != nil {
 		rc.Reborn, rc.HostedElsewhere = reborn.reborn, reborn.elsewhere
 	}
@@ -298,7 +299,7 @@ func peerTLS(cfg *Config) *tls.Config {
 // (plain TCP by default), with TLS over it when the server has an
 // Identity. The peer's certificate must name the host of the address
 // dialled, not of any proxy in between.
-func raftDialer(cfg *Config, stats *Stats) replica.DialFunc {
+func raftDialer(cfg *Config, stats *stats.Stats) replica.DialFunc {
 	base := cfg.DialRaft
 	if base == nil {
 		base = replica.DialTCP

@@ -9,6 +9,7 @@ import (
 
 	"github.com/batchkv/batchkv/client"
 	"github.com/batchkv/batchkv/kvs/replica"
+	"github.com/batchkv/batchkv/kvs/stats"
 	"github.com/batchkv/batchkv/wire"
 )
 
@@ -18,7 +19,7 @@ import (
 type replicatedBackend struct {
 	set   *replica.Set
 	apply *applier
-	stats *Stats
+	stats *stats.Stats
 	fwd   *client.Client
 	// admin asks the meta group's replicas for the map (followMap).
 	admin client.Admin

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/batchkv/batchkv/client"
+	"github.com/batchkv/batchkv/kvs/stats"
 	"github.com/batchkv/batchkv/kvs/store"
 	"github.com/batchkv/batchkv/ring"
 	"github.com/batchkv/batchkv/wire"
@@ -25,7 +26,7 @@ const forwardTimeout = 10 * time.Second
 type ringBackend struct {
 	store store.Store
 	apply *applier
-	stats *Stats
+	stats *stats.Stats
 	ring  *ring.Ring
 	self  int            // our index in ring
 	fwd   *client.Client // to the other servers
@@ -89,7 +90,7 @@ func (b *ringBackend) close() error { return b.fwd.Close() }
 
 // forward sends ops through fwd, which finds each key's owner (or shard
 // leader), and writes their results.
-func forward(fwd *client.Client, stats *Stats, ops []wire.Op, results []wire.Result) {
+func forward(fwd *client.Client, stats *stats.Stats, ops []wire.Op, results []wire.Result) {
 	stats.Forwarded.Add(uint64(len(ops)))
 	ctx, cancel := context.WithTimeout(context.Background(), forwardTimeout)
 	defer cancel()

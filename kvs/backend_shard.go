@@ -118,7 +118,7 @@ func planShard(ops []wire.Op, results []wire.Result) *shardPlan {
 func (b *replicatedBackend) serveShard(g *replica.Group, args *wire.BatchArgs, reply *wire.BatchReply, cl *call) {
 	ops, results := args.Ops, reply.Results
 	p := planShard(ops, results)
-	b.stats.add(&b.stats.Rejected, p.rejected)
+	b.stats.Add(&b.stats.Rejected, p.rejected)
 	if len(p.entry) == 0 {
 		if len(p.readAt) == 0 {
 			return
@@ -159,8 +159,8 @@ func (b *replicatedBackend) serveShard(g *replica.Group, args *wire.BatchArgs, r
 		b.answerAll(p, results, wire.StatusUnknown)
 		return
 	}
-	b.stats.add(&b.stats.Puts, p.puts)
-	b.stats.add(&b.stats.Deletes, p.dels)
+	b.stats.Add(&b.stats.Puts, p.puts)
+	b.stats.Add(&b.stats.Deletes, p.dels)
 	var gets uint64
 	fromFSM := len(w.Results) == len(p.entry) // and, for a retry, the results it got the first time
 	for j, i := range p.writeAt {
@@ -198,7 +198,7 @@ func (b *replicatedBackend) serveShard(g *replica.Group, args *wire.BatchArgs, r
 		}
 		gets++
 	}
-	b.stats.add(&b.stats.Gets, gets)
+	b.stats.Add(&b.stats.Gets, gets)
 	b.serveReads(g.Store(), ops, p, results, cl)
 }
 

@@ -116,7 +116,7 @@ func (c *serverCodec) WriteResponse(r *rpc.Response, x any) error {
 		c.s.drop(c.st)
 	}
 	if cl != nil {
-		c.s.stats.requestTime.add(time.Since(cl.start))
+		c.s.stats.AddRequestTime(time.Since(cl.start))
 		c.s.releaseCall(cl)
 		c.st.inflight.Add(-1)
 		<-c.slots

@@ -196,7 +196,7 @@ func (c *respConn) flush() bool {
 	}
 	_, err := c.conn.Write(c.out)
 	if len(c.ops) > 0 {
-		c.s.stats.requestTime.add(time.Since(cl.start))
+		c.s.stats.AddRequestTime(time.Since(cl.start))
 	}
 	c.s.releaseCall(cl)
 	clear(c.ops) // let the keys and values go

@@ -46,6 +46,7 @@ import (
 	"github.com/batchkv/batchkv/auth"
 	"github.com/batchkv/batchkv/internal/handoff"
 	"github.com/batchkv/batchkv/kvs/replica"
+	"github.com/batchkv/batchkv/kvs/stats"
 	"github.com/batchkv/batchkv/kvs/store"
 	"github.com/batchkv/batchkv/ring"
 	"github.com/batchkv/batchkv/wire"
@@ -212,7 +213,7 @@ type Server struct {
 	cfg       Config
 	limits    Limits
 	serverTLS *tls.Config // nil: plaintext
-	stats     Stats
+	stats     stats.Stats
 	svc       *Service
 	rpc       *rpc.Server
 	http      *http.Server
@@ -264,7 +265,7 @@ func New(cfg Config) (*Server, error) {
 }
 
 // Stats returns the server's counters.
-func (s *Server) Stats() *Stats { return &s.stats }
+func (s *Server) Stats() *stats.Stats { return &s.stats }
 
 // Store returns the store of a memory-only server; a replicated server's
 // shards keep stores of their own.

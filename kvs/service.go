@@ -3,6 +3,7 @@ package kvs
 import (
 	"fmt"
 
+	"github.com/batchkv/batchkv/kvs/stats"
 	"github.com/batchkv/batchkv/wire"
 )
 
@@ -13,7 +14,7 @@ import (
 // limits and counts; its backend applies.
 type Service struct {
 	backend backend
-	stats   *Stats
+	stats   *stats.Stats
 	// layout is what KVService.Layout answers, unless the server is
 	// replicated: then its current shard map.
 	layout wire.Layout
@@ -44,7 +45,7 @@ func (s *Service) BatchOp(args *wire.BatchArgs, reply *wire.BatchReply) error {
 // batch serves a batch whose reply values are charged to cl (nil: to
 // nothing): a BatchOp, or a RESP connection's commands.
 func (s *Service) batch(args *wire.BatchArgs, reply *wire.BatchReply, cl *call) {
-	s.stats.recordBatch(len(args.Ops))
+	s.stats.RecordBatch(len(args.Ops))
 	reply.Results = nil
 	if len(args.Ops) > wire.MaxBatchOps {
 		reply.Status = wire.StatusTooLarge
@@ -55,15 +56,15 @@ func (s *Service) batch(args *wire.BatchArgs, reply *wire.BatchReply, cl *call) 
 	}
 	s.backend.batch(args, reply, cl)
 	if reply.Status != wire.StatusOK {
-		s.stats.Results[reply.Status%numStatuses].Add(uint64(len(args.Ops)))
+		s.stats.Results[reply.Status%stats.NumStatuses].Add(uint64(len(args.Ops)))
 		return
 	}
-	s.stats.countResults(reply.Results)
+	s.stats.CountResults(reply.Results)
 }
 
 // one serves a single op for the legacy RPCs.
 func (s *Service) one(op wire.Op, cl *call) (wire.Result, error) {
-	s.stats.recordBatch(1)
+	s.stats.RecordBatch(1)
 	if st := op.Check(); st != wire.StatusOK {
 		s.stats.Rejected.Add(1)
 		s.stats.Results[st].Add(1)
@@ -71,7 +72,7 @@ func (s *Service) one(op wire.Op, cl *call) (wire.Result, error) {
 			op.Code, op.Key, st, wire.MaxKeyBytes, wire.MaxValueBytes)
 	}
 	res := s.backend.one(op, cl)
-	s.stats.countResults([]wire.Result{res})
+	s.stats.CountResults([]wire.Result{res})
 	if !res.Status.Applied() {
 		return res, fmt.Errorf("kvs: %s of key %.40q: %s", op.Code, op.Key, res.Status)
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/batchkv/batchkv/internal/tlsflags"
 	"github.com/batchkv/batchkv/kvs"
 	"github.com/batchkv/batchkv/kvs/replica"
+	"github.com/batchkv/batchkv/kvs/stats"
 	"github.com/batchkv/batchkv/kvs/store"
 )
 
@@ -210,7 +211,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	done := make(chan struct{})
 	defer close(done)
 	if *report > 0 {
-		go kvs.NewReporter(srv.Stats(), stdout).Run(done, *report)
+		go stats.NewReporter(srv.Stats(), stdout).Run(done, *report)
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
