@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/batchkv/batchkv/auth"
+	"github.com/batchkv/batchkv/kvs/backend"
 	"github.com/batchkv/batchkv/wire"
 )
 
@@ -17,10 +18,17 @@ import (
 // is written: the connection it came on and the reply bytes charged to
 // it. The Service finds the call of its arguments through Server.calls.
 type call struct {
-	conn      *connState
-	charged   int64  // set by the request's goroutine, read after it returns
-	clientSeq uint64 // the sequence number the client gave
-	start     time.Time
+	backend.Call        // its connection's reply budget, and what the reply holds charged
+	clientSeq    uint64 // the sequence number the client gave
+	start        time.Time
+}
+
+// charges is what cl's reply values are charged to; nil for no call.
+func (cl *call) charges() *backend.Call {
+	if cl == nil {
+		return nil
+	}
+	return &cl.Call
 }
 
 // serverCodec wraps a connection's rpc.ServerCodec (binary or gob) with
@@ -62,7 +70,7 @@ func (c *serverCodec) ReadRequestHeader(r *rpc.Request) error {
 	// The client's sequence numbers need not be unique; calls are tracked
 	// by the codec's own, and the client's is put back in the reply.
 	c.next++
-	c.cur = &call{conn: c.st, clientSeq: r.Seq, start: time.Now()}
+	c.cur = &call{Call: backend.Call{Conn: c.st.replies}, clientSeq: r.Seq, start: time.Now()}
 	r.Seq = c.next
 	c.mu.Lock()
 	c.calls[r.Seq] = c.cur
@@ -139,22 +147,8 @@ func (s *Server) callOf(args any) *call {
 	return nil
 }
 
-// charge charges n bytes of reply values to cl, its connection and the
-// server, until the reply is written.
-func (s *Server) charge(cl *call, n int64) {
-	if cl == nil || n == 0 {
-		return
-	}
-	cl.charged += n
-	cl.conn.replies.charge(n)
-	s.replies.charge(n)
-}
-
-func (s *Server) releaseCall(cl *call) {
-	cl.conn.replies.release(cl.charged)
-	s.replies.release(cl.charged)
-	cl.charged = 0
-}
+// releaseCall gives back what cl's reply held charged, once written.
+func (s *Server) releaseCall(cl *call) { s.apply.Release(&cl.Call) }
 
 // errMembershipRefused says a caller may not change the cluster's
 // membership.

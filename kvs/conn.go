@@ -12,6 +12,7 @@ import (
 
 	"github.com/batchkv/batchkv/auth"
 	"github.com/batchkv/batchkv/internal/netcount"
+	"github.com/batchkv/batchkv/kvs/backend"
 	"github.com/batchkv/batchkv/kvs/replica"
 	"github.com/batchkv/batchkv/wire"
 )
@@ -58,8 +59,8 @@ type connState struct {
 	// write deadline per reply, and writes no longer push it forward (a
 	// peer reading a byte now and then must not keep a reply alive).
 	perReply atomic.Bool
-	replies  *budget   // value bytes of its unwritten replies
-	closed   sync.Once // untracks it once
+	replies  *backend.Budget // value bytes of its unwritten replies
+	closed   sync.Once       // untracks it once
 }
 
 func (st *connState) touch() { st.active.Store(time.Now().UnixNano()) }
@@ -177,7 +178,7 @@ func isRESP(head []byte) bool {
 // handleRaft hands a Raft connection to its shard, or closes it with one
 // log line.
 func (s *Server) handleRaft(st *connState, conn net.Conn) {
-	rb, ok := s.svc.backend.(*replicatedBackend)
+	rb, ok := s.svc.backend.(*backend.Replicated)
 	if !ok {
 		s.refuse(st, "raft connection to a server that is not replicated", nil)
 		return
@@ -186,10 +187,10 @@ func (s *Server) handleRaft(st *connState, conn net.Conn) {
 	sh, err := replica.ReadShard(conn)
 	_ = st.raw.SetReadDeadline(time.Time{})
 	if err == nil && s.serverTLS != nil {
-		err = auth.CheckRaftPeer(st.cert, rb.set.Replicas(sh))
+		err = auth.CheckRaftPeer(st.cert, rb.Set().Replicas(sh))
 	}
 	if err == nil {
-		err = rb.set.Accept(&prefixConn{Conn: conn, st: st, raft: true, done: func() { s.drop(st) }}, sh)
+		err = rb.Set().Accept(&prefixConn{Conn: conn, st: st, raft: true, done: func() { s.drop(st) }}, sh)
 	}
 	if err != nil {
 		s.refuse(st, "refusing raft connection", err)

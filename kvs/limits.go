@@ -2,7 +2,6 @@ package kvs
 
 import (
 	"errors"
-	"runtime"
 	"time"
 )
 
@@ -92,8 +91,3 @@ func (l Limits) withDefaults() (Limits, error) {
 	}
 	return l, nil
 }
-
-// buildSlots is how many batches may read values from the stores at once.
-// Reading is CPU-bound, so more would not go faster; fewer bound how far
-// concurrent batches can overshoot the reply budgets before it is charged.
-func buildSlots() int { return 2 * runtime.GOMAXPROCS(0) }

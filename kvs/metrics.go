@@ -5,6 +5,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/batchkv/batchkv/internal/procstat"
+	"github.com/batchkv/batchkv/kvs/backend"
 	"github.com/batchkv/batchkv/kvs/stats"
 	"github.com/batchkv/batchkv/wire"
 )
@@ -20,8 +21,8 @@ func (s *Server) Metrics() *prometheus.Registry {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		stats.NewCollector(&s.stats),
 	)
-	if rb, ok := s.svc.backend.(*replicatedBackend); ok {
-		reg.MustRegister(stats.NewDiskCollector(rb.set.Disk))
+	if rb, ok := s.svc.backend.(*backend.Replicated); ok {
+		reg.MustRegister(stats.NewDiskCollector(rb.Set().Disk))
 	}
 	return reg
 }

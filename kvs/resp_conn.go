@@ -6,6 +6,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/batchkv/batchkv/kvs/backend"
 	"github.com/batchkv/batchkv/resp"
 	"github.com/batchkv/batchkv/wire"
 )
@@ -185,7 +186,7 @@ func (c *respConn) fill(need int) bool {
 func (c *respConn) flush() bool {
 	c.st.inflight.Add(1)
 	defer c.st.inflight.Add(-1)
-	cl := &call{conn: c.st, start: time.Now()}
+	cl := &call{Call: backend.Call{Conn: c.st.replies}, start: time.Now()}
 	c.rep = wire.BatchReply{Status: wire.StatusOK}
 	if len(c.ops) > 0 {
 		c.s.svc.batch(&wire.BatchArgs{Ops: c.ops}, &c.rep, cl)

@@ -305,21 +305,7 @@ func (c *respConn) config(args [][]byte) {
 
 // keyCount is what DBSIZE answers: the keys this server holds; for a
 // replicated server, those of the shards it leads.
-func (s *Server) keyCount() int {
-	switch b := s.svc.backend.(type) {
-	case *localBackend:
-		return b.store.Len()
-	case *ringBackend:
-		return b.store.Len()
-	}
-	n := 0
-	for _, sh := range s.svc.backend.shards(false) {
-		if sh.State == "Leader" {
-			n += sh.Keys
-		}
-	}
-	return n
-}
+func (s *Server) keyCount() int { return s.svc.backend.Keys() }
 
 // respInfo is what INFO answers.
 func (s *Server) respInfo() string {

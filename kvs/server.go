@@ -45,6 +45,7 @@ import (
 
 	"github.com/batchkv/batchkv/auth"
 	"github.com/batchkv/batchkv/internal/handoff"
+	"github.com/batchkv/batchkv/kvs/backend"
 	"github.com/batchkv/batchkv/kvs/replica"
 	"github.com/batchkv/batchkv/kvs/stats"
 	"github.com/batchkv/batchkv/kvs/store"
@@ -221,10 +222,11 @@ type Server struct {
 	log       *slog.Logger
 	started   time.Time
 
-	replies    *budget      // value bytes of unwritten replies, server-wide
-	calls      sync.Map     // decoded request arguments -> *call
-	lastDigest atomic.Int64 // unix nanoseconds of the last digest granted without TLS
-	respIDs    atomic.Int64 // the last RESP connection's id (CLIENT ID)
+	replies    *backend.Budget  // value bytes of unwritten replies, server-wide
+	apply      *backend.Applier // the backend's, which charges replies to it
+	calls      sync.Map         // decoded request arguments -> *call
+	lastDigest atomic.Int64     // unix nanoseconds of the last digest granted without TLS
+	respIDs    atomic.Int64     // the last RESP connection's id (CLIENT ID)
 
 	mu      sync.Mutex
 	ln      net.Listener            // guarded by mu
@@ -242,19 +244,19 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, limits: cfg.Limits, log: cfg.Logger, conns: map[*connState]struct{}{},
-		perHost: map[string]int{}, started: time.Now(), replies: newBudget(cfg.Limits.ReplyBudget), stop: make(chan struct{})}
+		perHost: map[string]int{}, started: time.Now(), replies: backend.NewBudget(cfg.Limits.ReplyBudget), stop: make(chan struct{})}
 	if cfg.Identity != nil {
 		s.serverTLS = cfg.Identity.ServerConfig()
 	}
-	be, layout, err := newBackend(&cfg, &s.stats, &applier{stats: &s.stats, replies: s.replies,
-		slots: make(chan struct{}, buildSlots()), charge: s.charge})
+	s.apply = backend.NewApplier(&s.stats, s.replies)
+	be, layout, err := newBackend(&cfg, &s.stats, s.apply)
 	if err != nil {
 		return nil, err
 	}
 	s.svc = &Service{backend: be, stats: &s.stats, layout: layout, self: cfg.Self, calls: s.callOf, node: s.nodeStats}
 	s.rpc = rpc.NewServer()
 	if err := s.rpc.RegisterName("KVService", s.svc); err != nil {
-		_ = be.close()
+		_ = be.Close()
 		return nil, fmt.Errorf("kvs: %w", err)
 	}
 	mux := http.NewServeMux()
@@ -279,8 +281,8 @@ func (s *Server) Layout() wire.Layout { return s.svc.currentLayout() }
 // Ring returns the server's ring, or nil unless it is one of several
 // memory-only servers.
 func (s *Server) Ring() *ring.Ring {
-	if b, ok := s.svc.backend.(*ringBackend); ok {
-		return b.ring
+	if b, ok := s.svc.backend.(*backend.Ring); ok {
+		return b.Ring()
 	}
 	return nil
 }
@@ -367,7 +369,7 @@ func (s *Server) track(c net.Conn) (*connState, string) {
 	case s.perHost[host] >= s.limits.MaxConnsPerHost:
 		return nil, fmt.Sprintf("%d connections open from %s, limit %d", s.perHost[host], host, s.limits.MaxConnsPerHost)
 	}
-	st := &connState{raw: c, host: host, replies: newBudget(s.limits.ConnReplyBudget)}
+	st := &connState{raw: c, host: host, replies: backend.NewBudget(s.limits.ConnReplyBudget)}
 	st.touch()
 	s.conns[st] = struct{}{}
 	s.perHost[host]++
@@ -450,5 +452,5 @@ func (s *Server) Close() error {
 		_ = s.http.Close()
 	}
 	s.wg.Wait()
-	return s.svc.backend.close()
+	return s.svc.backend.Close()
 }

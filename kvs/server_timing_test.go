@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/batchkv/batchkv/kvs/backend"
 	"github.com/batchkv/batchkv/kvs/stats"
 	"github.com/batchkv/batchkv/kvs/store"
 	"github.com/batchkv/batchkv/wire"
@@ -79,7 +80,7 @@ func BenchmarkServerBatch(b *testing.B) {
 				st = struct{ store.Store }{st}
 			}
 			st0 := &stats.Stats{}
-			svc := &Service{backend: &localBackend{store: st, apply: &applier{stats: st0}}, stats: st0}
+			svc := &Service{backend: backend.NewLocal(st, backend.NewApplier(st0, nil)), stats: st0}
 			bodies := ycsbBatches(b, 64)
 			var args wire.BatchArgs
 			var out []byte

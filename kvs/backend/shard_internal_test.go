@@ -1,4 +1,4 @@
-package kvs
+package backend
 
 import (
 	"fmt"
@@ -258,7 +258,7 @@ func BenchmarkServeShardReads(b *testing.B) {
 		batches[i] = make([]wire.Op, 8192/3)
 		gen.NextBatch(batches[i], nil, func(int) string { return value })
 	}
-	be := &replicatedBackend{apply: &applier{stats: &stats.Stats{}}}
+	be := &Replicated{apply: NewApplier(&stats.Stats{}, nil)}
 	results := make([]wire.Result, 8192/3)
 	b.ReportAllocs()
 	b.ResetTimer()
