@@ -25,7 +25,7 @@ import (
 //   - wire.Preamble: the binary codec, the fast path of the client library;
 //   - replica.Preamble: one shard's Raft traffic, accepted only from a node
 //     certificate that names one of the shard's replicas' hosts;
-//   - RESP, the Redis protocol (resp_conn.go): an array ('*'), or an
+//   - RESP, the Redis protocol (package kvs/respserver): an array ('*'), or an
 //     inline command (a line, or a word that starts no HTTP request);
 //   - anything else: HTTP, for net/rpc with gob (the course skeleton's
 //     client and the admin RPCs) or garbage, which gets a 400.

@@ -47,6 +47,7 @@ import (
 	"github.com/batchkv/batchkv/internal/handoff"
 	"github.com/batchkv/batchkv/kvs/backend"
 	"github.com/batchkv/batchkv/kvs/replica"
+	"github.com/batchkv/batchkv/kvs/respserver"
 	"github.com/batchkv/batchkv/kvs/stats"
 	"github.com/batchkv/batchkv/kvs/store"
 	"github.com/batchkv/batchkv/ring"
@@ -226,7 +227,7 @@ type Server struct {
 	apply      *backend.Applier // the backend's, which charges replies to it
 	calls      sync.Map         // decoded request arguments -> *call
 	lastDigest atomic.Int64     // unix nanoseconds of the last digest granted without TLS
-	respIDs    atomic.Int64     // the last RESP connection's id (CLIENT ID)
+	resp       *respserver.Server
 
 	mu      sync.Mutex
 	ln      net.Listener            // guarded by mu
@@ -248,6 +249,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Identity != nil {
 		s.serverTLS = cfg.Identity.ServerConfig()
 	}
+	s.resp = respserver.New(respserver.Config{FrameTimeout: cfg.FrameTimeout, TLS: s.serverTLS != nil, Logger: cfg.Logger})
 	s.apply = backend.NewApplier(&s.stats, s.replies)
 	be, layout, err := newBackend(&cfg, &s.stats, s.apply)
 	if err != nil {
