@@ -22,7 +22,7 @@ import (
 // A server starts with one backend (package kvs/backend), which newBackend
 // picks from its Config; a replicated server that joins a running cluster,
 // or a memory-only one started again in one, first learns the cluster's
-// map (rejoin.go).
+// map (backend.PlanRejoin).
 
 // newBackend picks the backend cfg asks for, and the layout that
 // KVService.Layout answers with (none for a replicated server, which
@@ -58,14 +58,12 @@ func newReplicatedBackend(cfg *Config, apply *backend.Applier, stats *stats.Stat
 	}
 	admin := client.Admin{TLS: peerTLS(cfg)}
 	shards, rf, vnodes := cfg.Shards, max(cfg.Replicas, 1), cfg.VirtualNodes
-	start, err := joinMap(cfg, admin)
+	rejoin, err := backend.PlanRejoin(&backend.Joining{Join: cfg.Join, DataDir: cfg.DataDir, Self: cfg.Self, Peers: cfg.Peers,
+		InMemory: cfg.InMemory, Logger: cfg.Logger}, admin)
 	if err != nil {
 		return nil, wire.Layout{}, err
 	}
-	reborn := planRebirth(cfg, admin, start)
-	if reborn != nil {
-		start = reborn.m
-	}
+	start := rejoin.Map
 	if start != nil {
 		servers, shards, rf, vnodes = start.Servers, start.Shards, start.RF, start.VirtualNodes
 	}
@@ -76,9 +74,7 @@ func newReplicatedBackend(cfg *Config, apply *backend.Applier, stats *stats.Stat
 	rc := replica.Config{Layout: l, Map: start, VirtualNodes: vnodes, Self: cfg.Self, DataDir: cfg.DataDir, NoSync: cfg.NoSync, LogFormat: cfg.RaftLog,
 		Timing: cfg.Raft, SessionTTL: cfg.SessionTTL, NewStore: storeMaker(cfg.Store), Dial: raftDialer(cfg, stats),
 		PeerStatus: admin.Status, LeaseReads: cfg.ReadMode == ReadLease, RequestTime: stats.RequestTime, Logger: cfg.Logger}
-	if reborn != nil {
-		rc.Reborn, rc.HostedElsewhere = reborn.reborn, reborn.elsewhere
-	}
+	rc.Reborn, rc.HostedElsewhere = rejoin.Reborn, rejoin.HostedElsewhere
 	if cfg.plantLease > 0 {
 		rc.Timing.LeaseRead, rc.LeaseUnchecked = cfg.plantLease, true
 	}

@@ -1,7 +1,8 @@
-package kvs
+package backend
 
 import (
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -11,13 +12,56 @@ import (
 	"github.com/batchkv/batchkv/wire"
 )
 
+// Joining is what a replicated server that starts knows of the cluster
+// it may start in (its Config's fields of the same names).
+type Joining struct {
+	// Join is the member it joins through; "" when not joining.
+	Join string
+	// DataDir may hold the map an earlier run saved.
+	DataDir string
+	// Self is its address; Peers the members it was started with.
+	Self  string
+	Peers []string
+	// InMemory says it kept nothing across a restart: it may be reborn.
+	InMemory bool
+	Logger   *slog.Logger
+}
+
+// Rejoin is how a replicated server starts: from the map of the cluster
+// it joins or is reborn in, and how to treat its replicas there.
+type Rejoin struct {
+	// Map is the map it starts from; nil: the initial one, from its
+	// Config.
+	Map *shard.Map
+	// Reborn and HostedElsewhere are replica.Config's: a memory-only
+	// server that kept nothing bootstraps the replicas the map places on
+	// it anew, except those another member hosts.
+	Reborn          bool
+	HostedElsewhere map[int]bool
+}
+
+// PlanRejoin returns how a replicated server starts, asking the cluster
+// through admin: with Join, the map saved in its DataDir or else the one
+// the member answers; in memory, the newest map its peers answer.
+func PlanRejoin(cfg *Joining, admin client.Admin) (Rejoin, error) {
+	start, err := joinMap(cfg, admin)
+	if err != nil {
+		return Rejoin{}, err
+	}
+	r := Rejoin{Map: start}
+	if reborn := planRebirth(cfg, admin, start); reborn != nil {
+		r.Map, r.Reborn, r.HostedElsewhere = reborn.m, reborn.reborn, reborn.elsewhere
+	}
+	return r, nil
+}
+
 // joinTimeout bounds asking a member for the map when joining.
 const joinTimeout = 10 * time.Second
 
 // joinMap returns the map a joining server starts from: the one saved in
 // its data dir by an earlier run, else the one cfg.Join answers. Nil when
 // the server is not joining.
-func joinMap(cfg *Config, admin client.Admin) (*shard.Map, error) {
+func joinMap(cfg *Joining, admin client.Admin) (*shard.Map, error) {
 	if cfg.Join == "" {
 		return nil, nil
 	}
@@ -56,7 +100,7 @@ type rebirth struct {
 // planRebirth returns how a memory-only server starts: joined is the map
 // -join gave (nil with -peers, whose newest map is asked for). Nil when
 // nothing answers, as when the whole cluster starts.
-func planRebirth(cfg *Config, admin client.Admin, joined *shard.Map) *rebirth {
+func planRebirth(cfg *Joining, admin client.Admin, joined *shard.Map) *rebirth {
 	if !cfg.InMemory {
 		return nil
 	}
@@ -94,7 +138,7 @@ func planRebirth(cfg *Config, admin client.Admin, joined *shard.Map) *rebirth {
 }
 
 // newestPeerMap returns the newest map that cfg.Peers answer, or nil.
-func newestPeerMap(cfg *Config, admin client.Admin) *shard.Map {
+func newestPeerMap(cfg *Joining, admin client.Admin) *shard.Map {
 	maps := make(chan *shard.Map, len(cfg.Peers))
 	for _, p := range cfg.Peers {
 		go func() {
@@ -121,7 +165,7 @@ func newestPeerMap(cfg *Config, admin client.Admin) *shard.Map {
 // onto it was under way when this server stopped, and the group there,
 // which may list this server, holds the data. A member that does not
 // answer is taken to host none.
-func hostedElsewhere(cfg *Config, admin client.Admin, m *shard.Map) map[int]bool {
+func hostedElsewhere(cfg *Joining, admin client.Admin, m *shard.Map) map[int]bool {
 	out := map[int]bool{}
 	for _, addr := range m.Servers {
 		if addr == cfg.Self {
