@@ -2,14 +2,12 @@ package kvs
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/rpc"
 	"sync"
 	"time"
 
-	"github.com/batchkv/batchkv/auth"
 	"github.com/batchkv/batchkv/kvs/backend"
 	"github.com/batchkv/batchkv/wire"
 )
@@ -149,39 +147,3 @@ func (s *Server) callOf(args any) *call {
 
 // releaseCall gives back what cl's reply held charged, once written.
 func (s *Server) releaseCall(cl *call) { s.apply.Release(&cl.Call) }
-
-// errMembershipRefused says a caller may not change the cluster's
-// membership.
-var errMembershipRefused = errors.New("kvs: " + wire.MembershipRefused)
-
-// mayChangeMembership says whether the caller on st may send membership
-// ops that change replicas, groups or the map: with TLS, an admin or a
-// node certificate; without TLS, anyone who reaches the port (as for
-// every other RPC).
-func (s *Server) mayChangeMembership(st *connState) error {
-	if s.serverTLS != nil && st.role != auth.RoleAdmin && st.role != auth.RoleNode {
-		return fmt.Errorf("%w (certificate role %q)", errMembershipRefused, st.role)
-	}
-	return nil
-}
-
-// errDigestRefused says a caller may not ask for content digests now.
-var errDigestRefused = errors.New("kvs: content digests are for node certificates, or at most once per Limits.DigestEvery without TLS")
-
-// mayDigest says whether the caller on st may have content digests, a
-// full scan of every shard: with TLS only a node certificate; without, at
-// most one caller per Limits.DigestEvery.
-func (s *Server) mayDigest(st *connState) error {
-	if s.serverTLS != nil {
-		if st.role != auth.RoleNode {
-			return fmt.Errorf("%w (certificate role %q)", errDigestRefused, st.role)
-		}
-		return nil
-	}
-	now := time.Now().UnixNano()
-	last := s.lastDigest.Load()
-	if now-last < int64(s.limits.DigestEvery) || !s.lastDigest.CompareAndSwap(last, now) {
-		return errDigestRefused
-	}
-	return nil
-}

@@ -20,14 +20,16 @@ import (
 // The life of a connection. The accept loop tracks it (connState) and
 // hands it to handle, which within Config.HandshakeTimeout completes the
 // TLS handshake, when the server has TLS, and reads the (at most 8) bytes
-// that name the protocol:
+// that name one of the port's four protocols:
 //
-//   - wire.Preamble: the binary codec, the fast path of the client library;
-//   - replica.Preamble: one shard's Raft traffic, accepted only from a node
-//     certificate that names one of the shard's replicas' hosts;
-//   - RESP, the Redis protocol (package kvs/respserver): an array ('*'), or an
-//     inline command (a line, or a word that starts no HTTP request);
-//   - anything else: HTTP, for net/rpc with gob (the course skeleton's
+//   - binary: wire.Preamble, the binary codec, the fast path of the client
+//     library;
+//   - Raft stream: replica.Preamble, one shard's Raft traffic, accepted
+//     only from a node certificate that names one of the shard's
+//     replicas' hosts;
+//   - RESP, the Redis protocol (package kvs/respserver): an array ('*'),
+//     or an inline command (a line, or a word that starts no HTTP request);
+//   - HTTP: anything else, for net/rpc with gob (the course skeleton's
 //     client and the admin RPCs) or garbage, which gets a 400.
 //
 // Nothing larger than those 8 bytes is allocated before the protocol is

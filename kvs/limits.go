@@ -1,7 +1,6 @@
 package kvs
 
 import (
-	"errors"
 	"time"
 )
 
@@ -65,7 +64,7 @@ func (l Limits) withDefaults() (Limits, error) {
 	d := DefaultLimits()
 	if l.MaxConns < 0 || l.MaxConnsPerHost < 0 || l.IdleTimeout < 0 || l.WriteTimeout < 0 ||
 		l.MaxInFlight < 0 || l.ReplyBudget < 0 || l.ConnReplyBudget < 0 || l.MaxGobMessage < 0 || l.DigestEvery < 0 {
-		return l, errors.New("kvs: negative limit")
+		return l, errNegativeLimit
 	}
 	fill := func(v *int, def int) {
 		if *v == 0 {
