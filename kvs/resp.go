@@ -24,15 +24,18 @@ type respLink struct {
 	cl *call // of the request in flight
 }
 
+// Begin implements respserver.Link.
 func (l *respLink) Begin() {
 	l.st.inflight.Add(1)
 	l.cl = &call{Call: backend.Call{Conn: l.st.replies}, start: time.Now()}
 }
 
+// Batch implements respserver.Link.
 func (l *respLink) Batch(args *wire.BatchArgs, reply *wire.BatchReply) {
 	l.s.svc.batch(args, reply, l.cl)
 }
 
+// End implements respserver.Link.
 func (l *respLink) End(served bool) {
 	if served {
 		l.s.stats.AddRequestTime(time.Since(l.cl.start))
@@ -42,10 +45,14 @@ func (l *respLink) End(served bool) {
 	l.st.inflight.Add(-1)
 }
 
+// BadConn implements respserver.Link.
 func (l *respLink) BadConn() { l.s.stats.BadConns.Add(1) }
 
+// Keys implements respserver.Link.
 func (l *respLink) Keys() int { return l.s.svc.backend.Keys() }
 
+// Uptime implements respserver.Link.
 func (l *respLink) Uptime() time.Duration { return time.Since(l.s.started) }
 
+// Clients implements respserver.Link.
 func (l *respLink) Clients() int { return l.s.Conns() }
