@@ -2,14 +2,13 @@ package kvs
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/rpc"
 	"sync"
 	"time"
 
-	"github.com/batchkv/batchkv/auth"
+	"github.com/batchkv/batchkv/kvs/backend"
 	"github.com/batchkv/batchkv/wire"
 )
 
@@ -17,10 +16,17 @@ import (
 // is written: the connection it came on and the reply bytes charged to
 // it. The Service finds the call of its arguments through Server.calls.
 type call struct {
-	conn      *connState
-	charged   int64  // set by the request's goroutine, read after it returns
-	clientSeq uint64 // the sequence number the client gave
-	start     time.Time
+	backend.Call        // its connection's reply budget, and what the reply holds charged
+	clientSeq    uint64 // the sequence number the client gave
+	start        time.Time
+}
+
+// charges is what cl's reply values are charged to; nil for no call.
+func (cl *call) charges() *backend.Call {
+	if cl == nil {
+		return nil
+	}
+	return &cl.Call
 }
 
 // serverCodec wraps a connection's rpc.ServerCodec (binary or gob) with
@@ -62,7 +68,7 @@ func (c *serverCodec) ReadRequestHeader(r *rpc.Request) error {
 	// The client's sequence numbers need not be unique; calls are tracked
 	// by the codec's own, and the client's is put back in the reply.
 	c.next++
-	c.cur = &call{conn: c.st, clientSeq: r.Seq, start: time.Now()}
+	c.cur = &call{Call: backend.Call{Conn: c.st.replies}, clientSeq: r.Seq, start: time.Now()}
 	r.Seq = c.next
 	c.mu.Lock()
 	c.calls[r.Seq] = c.cur
@@ -116,7 +122,7 @@ func (c *serverCodec) WriteResponse(r *rpc.Response, x any) error {
 		c.s.drop(c.st)
 	}
 	if cl != nil {
-		c.s.stats.requestTime.add(time.Since(cl.start))
+		c.s.stats.AddRequestTime(time.Since(cl.start))
 		c.s.releaseCall(cl)
 		c.st.inflight.Add(-1)
 		<-c.slots
@@ -139,55 +145,5 @@ func (s *Server) callOf(args any) *call {
 	return nil
 }
 
-// charge charges n bytes of reply values to cl, its connection and the
-// server, until the reply is written.
-func (s *Server) charge(cl *call, n int64) {
-	if cl == nil || n == 0 {
-		return
-	}
-	cl.charged += n
-	cl.conn.replies.charge(n)
-	s.replies.charge(n)
-}
-
-func (s *Server) releaseCall(cl *call) {
-	cl.conn.replies.release(cl.charged)
-	s.replies.release(cl.charged)
-	cl.charged = 0
-}
-
-// errMembershipRefused says a caller may not change the cluster's
-// membership.
-var errMembershipRefused = errors.New("kvs: " + wire.MembershipRefused)
-
-// mayChangeMembership says whether the caller on st may send membership
-// ops that change replicas, groups or the map: with TLS, an admin or a
-// node certificate; without TLS, anyone who reaches the port (as for
-// every other RPC).
-func (s *Server) mayChangeMembership(st *connState) error {
-	if s.serverTLS != nil && st.role != auth.RoleAdmin && st.role != auth.RoleNode {
-		return fmt.Errorf("%w (certificate role %q)", errMembershipRefused, st.role)
-	}
-	return nil
-}
-
-// errDigestRefused says a caller may not ask for content digests now.
-var errDigestRefused = errors.New("kvs: content digests are for node certificates, or at most once per Limits.DigestEvery without TLS")
-
-// mayDigest says whether the caller on st may have content digests, a
-// full scan of every shard: with TLS only a node certificate; without, at
-// most one caller per Limits.DigestEvery.
-func (s *Server) mayDigest(st *connState) error {
-	if s.serverTLS != nil {
-		if st.role != auth.RoleNode {
-			return fmt.Errorf("%w (certificate role %q)", errDigestRefused, st.role)
-		}
-		return nil
-	}
-	now := time.Now().UnixNano()
-	last := s.lastDigest.Load()
-	if now-last < int64(s.limits.DigestEvery) || !s.lastDigest.CompareAndSwap(last, now) {
-		return errDigestRefused
-	}
-	return nil
-}
+// releaseCall gives back what cl's reply held charged, once written.
+func (s *Server) releaseCall(cl *call) { s.apply.Release(&cl.Call) }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/batchkv/batchkv/auth"
 	"github.com/batchkv/batchkv/internal/netcount"
+	"github.com/batchkv/batchkv/kvs/backend"
 	"github.com/batchkv/batchkv/kvs/replica"
 	"github.com/batchkv/batchkv/wire"
 )
@@ -19,14 +20,16 @@ import (
 // The life of a connection. The accept loop tracks it (connState) and
 // hands it to handle, which within Config.HandshakeTimeout completes the
 // TLS handshake, when the server has TLS, and reads the (at most 8) bytes
-// that name the protocol:
+// that name one of the port's four protocols:
 //
-//   - wire.Preamble: the binary codec, the fast path of the client library;
-//   - replica.Preamble: one shard's Raft traffic, accepted only from a node
-//     certificate that names one of the shard's replicas' hosts;
-//   - RESP, the Redis protocol (resp_conn.go): an array ('*'), or an
-//     inline command (a line, or a word that starts no HTTP request);
-//   - anything else: HTTP, for net/rpc with gob (the course skeleton's
+//   - binary: wire.Preamble, the binary codec, the fast path of the client
+//     library;
+//   - Raft stream: replica.Preamble, one shard's Raft traffic, accepted
+//     only from a node certificate that names one of the shard's
+//     replicas' hosts;
+//   - RESP, the Redis protocol (package kvs/respserver): an array ('*'),
+//     or an inline command (a line, or a word that starts no HTTP request);
+//   - HTTP: anything else, for net/rpc with gob (the course skeleton's
 //     client and the admin RPCs) or garbage, which gets a 400.
 //
 // Nothing larger than those 8 bytes is allocated before the protocol is
@@ -58,8 +61,8 @@ type connState struct {
 	// write deadline per reply, and writes no longer push it forward (a
 	// peer reading a byte now and then must not keep a reply alive).
 	perReply atomic.Bool
-	replies  *budget   // value bytes of its unwritten replies
-	closed   sync.Once // untracks it once
+	replies  *backend.Budget // value bytes of its unwritten replies
+	closed   sync.Once       // untracks it once
 }
 
 func (st *connState) touch() { st.active.Store(time.Now().UnixNano()) }
@@ -177,7 +180,7 @@ func isRESP(head []byte) bool {
 // handleRaft hands a Raft connection to its shard, or closes it with one
 // log line.
 func (s *Server) handleRaft(st *connState, conn net.Conn) {
-	rb, ok := s.svc.backend.(*replicatedBackend)
+	rb, ok := s.svc.backend.(*backend.Replicated)
 	if !ok {
 		s.refuse(st, "raft connection to a server that is not replicated", nil)
 		return
@@ -186,10 +189,10 @@ func (s *Server) handleRaft(st *connState, conn net.Conn) {
 	sh, err := replica.ReadShard(conn)
 	_ = st.raw.SetReadDeadline(time.Time{})
 	if err == nil && s.serverTLS != nil {
-		err = auth.CheckRaftPeer(st.cert, rb.set.Replicas(sh))
+		err = auth.CheckRaftPeer(st.cert, rb.Set().Replicas(sh))
 	}
 	if err == nil {
-		err = rb.set.Accept(&prefixConn{Conn: conn, st: st, raft: true, done: func() { s.drop(st) }}, sh)
+		err = rb.Set().Accept(&prefixConn{Conn: conn, st: st, raft: true, done: func() { s.drop(st) }}, sh)
 	}
 	if err != nil {
 		s.refuse(st, "refusing raft connection", err)

@@ -1,17 +1,21 @@
 package kvs
 
-import "time"
+import (
+	"time"
+
+	"github.com/batchkv/batchkv/kvs/backend"
+)
 
 // SetStaleReadsForTest plants a bug for the linearizability checker to
 // catch: every replica serves gets from its own memory, leader or not,
 // with no read barrier.
 func SetStaleReadsForTest(s *Server, on bool) {
-	s.svc.backend.(*replicatedBackend).staleReads.Store(on)
+	s.svc.backend.(*backend.Replicated).Planted.StaleReads.Store(on)
 }
 
 // ReplyBytesHeld returns the bytes of reply values the server holds
 // charged, waiting to be written.
-func ReplyBytesHeld(s *Server) int64 { return s.replies.held.Load() }
+func ReplyBytesHeld(s *Server) int64 { return s.replies.Held() }
 
 // PlantLeaseForTest plants a bug for the linearizability checker to
 // catch: lease reads with a lease of d, not checked for safety.
@@ -24,7 +28,7 @@ func PlantLeaseForTest(cfg *Config, d time.Duration) {
 // serves the shard's read-only batches from its own store, leader or not
 // (ownership by the map rather than by Raft leadership).
 func SetServeByMapForTest(s *Server, on bool) {
-	s.svc.backend.(*replicatedBackend).serveByMap.Store(on)
+	s.svc.backend.(*backend.Replicated).Planted.ServeByMap.Store(on)
 }
 
 // SetCASOnLeaderForTest plants a bug for the linearizability checker to
@@ -32,5 +36,5 @@ func SetServeByMapForTest(s *Server, on bool) {
 // the batch goes into the log (planted.DecideBeforeLog), instead of
 // leaving the decision to the state machine.
 func SetCASOnLeaderForTest(s *Server, on bool) {
-	s.svc.backend.(*replicatedBackend).casOnLeader.Store(on)
+	s.svc.backend.(*backend.Replicated).Planted.CASOnLeader.Store(on)
 }

@@ -3,7 +3,6 @@ package kvs
 import (
 	"bufio"
 	"encoding/gob"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -101,9 +100,6 @@ func (c *gobCodec) Close() error {
 	c.closed = true
 	return c.rwc.Close()
 }
-
-// errGobTooLarge says a gob message announced more bytes than the limit.
-var errGobTooLarge = errors.New("kvs: gob message over the limit")
 
 // gobLimitReader passes a gob stream through, message by message: at each
 // message boundary it reads the message's length (gob's unsigned integer

@@ -1,8 +1,6 @@
 package kvs
 
 import (
-	"errors"
-	"runtime"
 	"time"
 )
 
@@ -66,7 +64,7 @@ func (l Limits) withDefaults() (Limits, error) {
 	d := DefaultLimits()
 	if l.MaxConns < 0 || l.MaxConnsPerHost < 0 || l.IdleTimeout < 0 || l.WriteTimeout < 0 ||
 		l.MaxInFlight < 0 || l.ReplyBudget < 0 || l.ConnReplyBudget < 0 || l.MaxGobMessage < 0 || l.DigestEvery < 0 {
-		return l, errors.New("kvs: negative limit")
+		return l, errNegativeLimit
 	}
 	fill := func(v *int, def int) {
 		if *v == 0 {
@@ -92,8 +90,3 @@ func (l Limits) withDefaults() (Limits, error) {
 	}
 	return l, nil
 }
-
-// buildSlots is how many batches may read values from the stores at once.
-// Reading is CPU-bound, so more would not go faster; fewer bound how far
-// concurrent batches can overshoot the reply budgets before it is charged.
-func buildSlots() int { return 2 * runtime.GOMAXPROCS(0) }

@@ -1,97 +1,55 @@
 package kvs
 
 import (
-	"strings"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/batchkv/batchkv/internal/procstat"
+	"github.com/batchkv/batchkv/kvs/backend"
+	"github.com/batchkv/batchkv/kvs/stats"
 	"github.com/batchkv/batchkv/wire"
 )
 
 // Metrics returns a Prometheus registry with the server's counters, the Go
 // runtime's metrics and the process's (CPU, memory, file descriptors).
-// The counters are the ones the server keeps anyway (Stats), read when
-// scraped, so serving metrics adds nothing to the path of a request.
+// The counters are the ones the server keeps anyway (stats.Stats), read
+// when scraped, so serving metrics adds nothing to the path of a request.
 func (s *Server) Metrics() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		newStatsCollector(&s.stats),
+		stats.NewCollector(&s.stats),
 	)
-	if rb, ok := s.svc.backend.(*replicatedBackend); ok {
-		reg.MustRegister(newDiskCollector(rb.set.Disk))
+	if rb, ok := s.svc.backend.(*backend.Replicated); ok {
+		reg.MustRegister(stats.NewDiskCollector(rb.Set().Disk))
 	}
 	return reg
 }
 
-// statsCollector exposes Stats as Prometheus metrics.
-type statsCollector struct {
-	stats                                  *Stats
-	ops, results, batches, batchOps        *prometheus.Desc
-	bytesIn, bytesOut, forwarded, badConns *prometheus.Desc
-	idleClosed, budgetWaits                *prometheus.Desc
-}
-
-func newStatsCollector(st *Stats) *statsCollector {
-	d := func(name, help string, labels ...string) *prometheus.Desc {
-		return prometheus.NewDesc("batchkv_"+name, help, labels, nil)
-	}
-	return &statsCollector{
-		stats:       st,
-		ops:         d("ops_total", "Ops applied or answered, by type.", "type"),
-		results:     d("op_results_total", "Ops answered, by status (ok and not_found are not errors).", "status"),
-		batches:     d("batches_total", "BatchOp calls and legacy single-op calls."),
-		batchOps:    d("batch_ops", "Ops per batch."),
-		bytesIn:     d("received_bytes_total", "Bytes read from client connections."),
-		bytesOut:    d("sent_bytes_total", "Bytes written to client connections."),
-		forwarded:   d("forwarded_ops_total", "Ops sent on to the server that owns them."),
-		badConns:    d("bad_connections_total", "Connections closed for bad input, a failed handshake, or over a cap."),
-		idleClosed:  d("idle_closed_connections_total", "Connections closed for idling past the idle timeout."),
-		budgetWaits: d("reply_budget_waits_total", "Batches that waited for a reply budget (bytes of unwritten replies)."),
-	}
-}
-
-// Describe implements prometheus.Collector.
-func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.ops, c.results, c.batches, c.batchOps, c.bytesIn, c.bytesOut, c.forwarded, c.badConns,
-		c.idleClosed, c.budgetWaits} {
-		ch <- d
-	}
-}
-
-// Collect implements prometheus.Collector.
-func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
-	st := c.stats
-	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
-	}
-	counter(c.ops, st.Gets.Load(), "get")
-	counter(c.ops, st.Puts.Load(), "put")
-	counter(c.ops, st.Deletes.Load(), "delete")
+// nodeStats reads the counters and the process's resource use for
+// KVService.Status.
+func (s *Server) nodeStats() *wire.NodeStats {
+	st := &s.stats
+	var errs uint64
 	for i := range st.Results {
-		if v := st.Results[i].Load(); v > 0 {
-			counter(c.results, v, statusLabel(wire.Status(i)))
+		if s := wire.Status(i); !s.Applied() && s != wire.StatusNotLeader {
+			errs += st.Results[i].Load()
 		}
 	}
-	counter(c.batches, st.BatchCount())
-	counter(c.bytesIn, st.BytesIn.Load())
-	counter(c.bytesOut, st.BytesOut.Load())
-	counter(c.forwarded, st.Forwarded.Load())
-	counter(c.badConns, st.BadConns.Load())
-	counter(c.idleClosed, st.IdleClosed.Load())
-	counter(c.budgetWaits, st.BudgetWaits.Load())
-
-	// The histogram's buckets are cumulative; ours count each range once.
-	buckets := map[float64]uint64{}
-	var count uint64
-	for i := range st.BatchSizes {
-		count += st.BatchSizes[i].Load()
-		buckets[float64(uint64(1)<<i)] = count
+	p := procstat.Read()
+	return &wire.NodeStats{
+		At:        p.At,
+		Started:   s.started,
+		Gets:      st.Gets.Load(),
+		Writes:    st.Puts.Load() + st.Deletes.Load(),
+		Errors:    errs,
+		Redirects: st.Results[wire.StatusNotLeader].Load() + st.Results[wire.StatusMoved].Load(),
+		BadConn:   st.BadConns.Load(),
+		BytesIn:   st.BytesIn.Load(),
+		BytesOut:  st.BytesOut.Load(),
+		CPU:       p.CPU,
+		RSS:       p.RSS,
+		Conns:     s.Conns(),
 	}
-	ch <- prometheus.MustNewConstHistogram(c.batchOps, count, float64(st.BatchedOps.Load()), buckets)
 }
-
-// statusLabel is a status's name as a Prometheus label value.
-func statusLabel(s wire.Status) string { return strings.ReplaceAll(s.String(), " ", "_") }

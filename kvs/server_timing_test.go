@@ -14,6 +14,8 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/batchkv/batchkv/kvs/backend"
+	"github.com/batchkv/batchkv/kvs/stats"
 	"github.com/batchkv/batchkv/kvs/store"
 	"github.com/batchkv/batchkv/wire"
 	"github.com/batchkv/batchkv/workload"
@@ -77,8 +79,8 @@ func BenchmarkServerBatch(b *testing.B) {
 			if v.each {
 				st = struct{ store.Store }{st}
 			}
-			stats := &Stats{}
-			svc := &Service{backend: &localBackend{store: st, apply: &applier{stats: stats}}, stats: stats}
+			st0 := &stats.Stats{}
+			svc := &Service{backend: backend.NewLocal(st, backend.NewApplier(st0, nil)), stats: st0}
 			bodies := ycsbBatches(b, 64)
 			var args wire.BatchArgs
 			var out []byte

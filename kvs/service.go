@@ -1,8 +1,11 @@
 package kvs
 
 import (
+	"errors"
 	"fmt"
 
+	"github.com/batchkv/batchkv/kvs/backend"
+	"github.com/batchkv/batchkv/kvs/stats"
 	"github.com/batchkv/batchkv/wire"
 )
 
@@ -12,8 +15,8 @@ import (
 // legacy call), and put the outcome of each op in the reply. It checks
 // limits and counts; its backend applies.
 type Service struct {
-	backend backend
-	stats   *Stats
+	backend backend.Backend
+	stats   *stats.Stats
 	// layout is what KVService.Layout answers, unless the server is
 	// replicated: then its current shard map.
 	layout wire.Layout
@@ -44,7 +47,7 @@ func (s *Service) BatchOp(args *wire.BatchArgs, reply *wire.BatchReply) error {
 // batch serves a batch whose reply values are charged to cl (nil: to
 // nothing): a BatchOp, or a RESP connection's commands.
 func (s *Service) batch(args *wire.BatchArgs, reply *wire.BatchReply, cl *call) {
-	s.stats.recordBatch(len(args.Ops))
+	s.stats.RecordBatch(len(args.Ops))
 	reply.Results = nil
 	if len(args.Ops) > wire.MaxBatchOps {
 		reply.Status = wire.StatusTooLarge
@@ -53,25 +56,25 @@ func (s *Service) batch(args *wire.BatchArgs, reply *wire.BatchReply, cl *call) 
 		s.stats.Results[wire.StatusTooLarge].Add(uint64(len(args.Ops)))
 		return
 	}
-	s.backend.batch(args, reply, cl)
+	s.backend.Batch(args, reply, cl.charges())
 	if reply.Status != wire.StatusOK {
-		s.stats.Results[reply.Status%numStatuses].Add(uint64(len(args.Ops)))
+		s.stats.Results[reply.Status%stats.NumStatuses].Add(uint64(len(args.Ops)))
 		return
 	}
-	s.stats.countResults(reply.Results)
+	s.stats.CountResults(reply.Results)
 }
 
 // one serves a single op for the legacy RPCs.
 func (s *Service) one(op wire.Op, cl *call) (wire.Result, error) {
-	s.stats.recordBatch(1)
+	s.stats.RecordBatch(1)
 	if st := op.Check(); st != wire.StatusOK {
 		s.stats.Rejected.Add(1)
 		s.stats.Results[st].Add(1)
 		return wire.Result{}, fmt.Errorf("kvs: %s of key %.40q rejected: %s (limits: key %d bytes, value %d bytes)",
 			op.Code, op.Key, st, wire.MaxKeyBytes, wire.MaxValueBytes)
 	}
-	res := s.backend.one(op, cl)
-	s.stats.countResults([]wire.Result{res})
+	res := s.backend.One(op, cl.charges())
+	s.stats.CountResults([]wire.Result{res})
 	if !res.Status.Applied() {
 		return res, fmt.Errorf("kvs: %s of key %.40q: %s", op.Code, op.Key, res.Status)
 	}
@@ -101,8 +104,8 @@ func (s *Service) Layout(req *wire.LayoutRequest, resp *wire.Layout) error {
 // currentLayout is the layout this server routes with now: a replicated
 // server's current shard map.
 func (s *Service) currentLayout() wire.Layout {
-	if rb, ok := s.backend.(*replicatedBackend); ok {
-		return rb.set.Map().Wire()
+	if rb, ok := s.backend.(*backend.Replicated); ok {
+		return rb.Set().Map().Wire()
 	}
 	return s.layout
 }
@@ -112,15 +115,30 @@ func (s *Service) Status(req *wire.StatusRequest, resp *wire.StatusReply) error 
 	s.callOf(req)
 	resp.Layout = s.currentLayout()
 	resp.Self = s.self
-	if rb, ok := s.backend.(*replicatedBackend); ok {
-		resp.Disk = rb.set.Disk()
+	if rb, ok := s.backend.(*backend.Replicated); ok {
+		resp.Disk = rb.Set().Disk()
 	}
 	if req.DiskOnly {
 		return nil
 	}
-	resp.Shards = s.backend.shards(req.Digest)
+	resp.Shards = s.backend.Shards(req.Digest)
 	if s.node != nil {
 		resp.Node = s.node()
 	}
 	return nil
+}
+
+// Membership makes one step of a shard move on this server (see
+// wire.MembershipOp and package membership, which drives the steps). An
+// op that must run at a leader answers NotLeader, with the leader it
+// knows, elsewhere. With TLS, only callers with a certificate of the
+// cluster's CA get here, as for every RPC, and only admin and node
+// certificates with an op that changes something (serverCodec).
+func (s *Service) Membership(req *wire.MembershipRequest, reply *wire.MembershipReply) error {
+	s.callOf(req)
+	rb, ok := s.backend.(*backend.Replicated)
+	if !ok {
+		return errors.New("kvs: membership changes need servers started with -rf above 1, a data dir or -in-memory; this one serves a fixed ring")
+	}
+	return rb.Membership(req, reply)
 }

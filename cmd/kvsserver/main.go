@@ -32,7 +32,9 @@ import (
 	"github.com/batchkv/batchkv/kvs"
 	"github.com/batchkv/batchkv/kvs/replica"
 	"github.com/batchkv/batchkv/kvs/replica/raftstore"
+	"github.com/batchkv/batchkv/kvs/stats"
 	"github.com/batchkv/batchkv/kvs/store"
+	"github.com/batchkv/batchkv/ring"
 )
 
 func main() {
@@ -71,18 +73,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	peers := fs.String("peers", "", "comma-separated host:port of every server, this one included (empty: a single server owning every key)")
 	self := fs.String("self", "", "this server's entry in -peers (default: the entry ending in :<port>, if only one does), or with -join its address as others reach it (default: -host:-port)")
 	join := fs.String("join", "", "host:port of any member of a running replicated cluster to join, in place of -peers (then kvsctl add-server this server); its shards, -rf and map come from the cluster")
-	vnodes := fs.Int("vnodes", 0, "virtual nodes per server on the ring; clients must use the same (0: the default, 1024)")
+	vnodes := fs.Int("vnodes", 0, fmt.Sprintf("virtual nodes per server on the ring; clients must use the same (0: the default, %d)", ring.DefaultVirtualNodes))
 	report := fs.Duration("report", time.Second, "interval of the rate report (0: no report)")
-	frameTimeout := fs.Duration("frame-timeout", 30*time.Second, "close a connection whose request frame stalls this long")
+	frameTimeout := fs.Duration("frame-timeout", kvs.DefaultFrameTimeout, "close a connection whose request frame stalls this long")
 	storeName := fs.String("store", store.DefaultKind, "store implementation: "+strings.Join(store.Kinds, " or "))
 	admin := fs.String("admin", "", "host:port of the admin HTTP server with /metrics (Prometheus) and /debug/pprof, unauthenticated (empty: none; empty host: 127.0.0.1)")
 	insecure := fs.Bool("insecure", false, "allow listening on a non-loopback address without TLS: anyone who reaches the port can then read, write and speak Raft")
 	tf := tlsflags.Register(fs)
 	var lim kvs.Limits
-	fs.DurationVar(&lim.IdleTimeout, "idle-timeout", 0, "close a connection with nothing in flight and no byte moved this long (0: 2m)")
-	fs.IntVar(&lim.MaxConns, "max-conns", 0, "open connections in total (0: 4096)")
-	fs.IntVar(&lim.MaxConnsPerHost, "max-conns-per-host", 0, "open connections from one IP address (0: 512)")
-	fs.Int64Var(&lim.ReplyBudget, "reply-budget", 0, "bytes of values in replies not yet written, server-wide (0: 512 MiB)")
+	defLim := kvs.DefaultLimits()
+	fs.DurationVar(&lim.IdleTimeout, "idle-timeout", 0, "close a connection with nothing in flight and no byte moved this long (0: "+defLim.IdleTimeout.String()+")")
+	fs.IntVar(&lim.MaxConns, "max-conns", 0, fmt.Sprintf("open connections in total (0: %d)", defLim.MaxConns))
+	fs.IntVar(&lim.MaxConnsPerHost, "max-conns-per-host", 0, fmt.Sprintf("open connections from one IP address (0: %d)", defLim.MaxConnsPerHost))
+	fs.Int64Var(&lim.ReplyBudget, "reply-budget", 0, fmt.Sprintf("bytes of values in replies not yet written, server-wide (0: %d MiB)", defLim.ReplyBudget>>20))
 	rf := fs.Int("rf", 1, "replication factor: each shard is a Raft group on this many servers (1: memory-only, unless -data-dir)")
 	shards := fs.Int("shards", 0, "shards of a replicated cluster (0: one per server); clients learn it from the servers")
 	inMemory := fs.Bool("in-memory", false, "at -rf 1, without -data-dir: make each shard a one-replica Raft group kept in memory, in place of the fixed ring, so that shards can move between servers (kvsctl add-server, remove-server, move); a server keeps nothing across a restart: started again with its -peers or -join, it serves the shards the cluster's map places on it again, empty")
@@ -211,7 +214,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	done := make(chan struct{})
 	defer close(done)
 	if *report > 0 {
-		go kvs.NewReporter(srv.Stats(), stdout).Run(done, *report)
+		go stats.NewReporter(srv.Stats(), stdout).Run(done, *report)
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

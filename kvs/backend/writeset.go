@@ -1,4 +1,4 @@
-package kvs
+package backend
 
 // writtenKey is what planShard knows of a key the batch writes.
 type writtenKey struct {

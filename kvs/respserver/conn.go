@@ -1,4 +1,4 @@
-package kvs
+package respserver
 
 import (
 	"errors"
@@ -10,7 +10,8 @@ import (
 	"github.com/batchkv/batchkv/wire"
 )
 
-// A RESP connection (resp_commands.go has the commands). A Redis client's
+// A RESP connection (commands.go has the commands that touch keys,
+// control.go the others). A Redis client's
 // connection is read into one buffer; every complete command in it is
 // parsed in place (package resp), and the commands that touch keys become
 // the ops of one batch, which the backend serves as it serves a BatchOp
@@ -27,7 +28,8 @@ import (
 // connection caps, the idle reaper (the connection counts a request in
 // flight while its batch is served), the write timeout of every write,
 // and the reply budget (a batch's values are charged to it until its
-// replies are written). A command is at most respLimits: its bulk strings
+// replies are written): the server keeps them, through the Link it
+// gives each connection. A command is at most respLimits: its bulk strings
 // at most a value (wire.MaxValueBytes), its arguments at most an MSET of a
 // full batch, its bytes at most a binary frame (wire.MaxFrameBytes); the
 // read buffer holds at most one command beyond the complete ones, and a
@@ -58,9 +60,10 @@ const (
 
 // respConn is one RESP connection's state. Its goroutine alone uses it.
 type respConn struct {
-	s     *Server
-	st    *connState
-	conn  net.Conn
+	srv   *Server
+	link  Link
+	raw   net.Conn // the TCP connection: deadlines, addresses
+	conn  net.Conn // raw, or TLS over it
 	id    int64
 	proto int    // resp.RESP2 or resp.RESP3, set by HELLO
 	name  string // set by CLIENT SETNAME or HELLO SETNAME
@@ -101,11 +104,12 @@ const (
 	respExists                    // gets: how many found their key
 )
 
-// serveRESP serves a RESP connection whose first bytes, prefix, were read
-// to tell its protocol.
-func (s *Server) serveRESP(st *connState, conn net.Conn, prefix []byte) {
-	defer s.drop(st)
-	c := &respConn{s: s, st: st, conn: conn, id: s.respIDs.Add(1), proto: resp.RESP2,
+// Serve serves a RESP connection until it ends: conn is the connection
+// past TLS, raw the TCP connection under it (its deadlines and
+// addresses), prefix the bytes the server read to tell its protocol, and
+// link the server's side of it. The caller closes the connection after.
+func (s *Server) Serve(conn, raw net.Conn, prefix []byte, link Link) {
+	c := &respConn{srv: s, link: link, raw: raw, conn: conn, id: s.ids.Add(1), proto: resp.RESP2,
 		in: append(make([]byte, 0, respReadBuf), prefix...)}
 	for {
 		need, err := c.parse()
@@ -164,16 +168,16 @@ func (c *respConn) fill(need int) bool {
 		c.deadline = half
 		var at time.Time
 		if half {
-			at = time.Now().Add(c.s.cfg.FrameTimeout)
+			at = time.Now().Add(c.srv.cfg.FrameTimeout)
 		}
-		_ = c.st.raw.SetReadDeadline(at)
+		_ = c.raw.SetReadDeadline(at)
 	}
 	n, err := c.conn.Read(c.in[rest:cap(c.in)])
 	c.in = c.in[:rest+n]
 	if err != nil && n == 0 {
 		if c.deadline && !errors.Is(err, io.EOF) {
-			c.s.log.Warn("closing RESP connection", "remote", c.st.raw.RemoteAddr(), "err", err)
-			c.s.stats.BadConns.Add(1)
+			c.srv.cfg.Logger.Warn("closing RESP connection", "remote", c.raw.RemoteAddr(), "err", err)
+			c.link.BadConn()
 		}
 		return false
 	}
@@ -183,22 +187,17 @@ func (c *respConn) fill(need int) bool {
 // flush serves the batch and writes the replies of its commands. It
 // reports whether the write succeeded.
 func (c *respConn) flush() bool {
-	c.st.inflight.Add(1)
-	defer c.st.inflight.Add(-1)
-	cl := &call{conn: c.st, start: time.Now()}
+	c.link.Begin()
 	c.rep = wire.BatchReply{Status: wire.StatusOK}
 	if len(c.ops) > 0 {
-		c.s.svc.batch(&wire.BatchArgs{Ops: c.ops}, &c.rep, cl)
+		c.link.Batch(&wire.BatchArgs{Ops: c.ops}, &c.rep)
 	}
 	c.out = c.out[:0]
 	for _, cmd := range c.cmds {
 		c.out = c.reply(c.out, cmd)
 	}
 	_, err := c.conn.Write(c.out)
-	if len(c.ops) > 0 {
-		c.s.stats.requestTime.add(time.Since(cl.start))
-	}
-	c.s.releaseCall(cl)
+	c.link.End(len(c.ops) > 0)
 	clear(c.ops) // let the keys and values go
 	c.ops, c.cmds, c.imm, c.rep = c.ops[:0], c.cmds[:0], c.imm[:0], wire.BatchReply{}
 	if cap(c.out) > respKeepOut {
@@ -211,15 +210,15 @@ func (c *respConn) flush() bool {
 // what the client still sends for a moment so that it reads the error
 // rather than a connection reset.
 func (c *respConn) refuse(err error) {
-	c.s.stats.BadConns.Add(1)
-	c.s.log.Warn("closing RESP connection", "remote", c.st.raw.RemoteAddr(), "err", err)
+	c.link.BadConn()
+	c.srv.cfg.Logger.Warn("closing RESP connection", "remote", c.raw.RemoteAddr(), "err", err)
 	if _, werr := c.conn.Write(resp.AppendError(nil, "ERR "+err.Error())); werr != nil {
 		return
 	}
-	if tc, ok := c.st.raw.(*net.TCPConn); ok && c.s.serverTLS == nil {
+	if tc, ok := c.raw.(*net.TCPConn); ok && !c.srv.cfg.TLS {
 		_ = tc.CloseWrite()
 	}
-	_ = c.st.raw.SetReadDeadline(time.Now().Add(respLinger))
+	_ = c.raw.SetReadDeadline(time.Now().Add(respLinger))
 	_, _ = io.CopyN(io.Discard, c.conn, respLingerBytes)
 }
 

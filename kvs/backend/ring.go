@@ -1,4 +1,4 @@
-package kvs
+package backend
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/batchkv/batchkv/client"
+	"github.com/batchkv/batchkv/kvs/stats"
 	"github.com/batchkv/batchkv/kvs/store"
 	"github.com/batchkv/batchkv/ring"
 	"github.com/batchkv/batchkv/wire"
@@ -14,7 +15,7 @@ import (
 // forwardTimeout bounds an op forwarded to the server that owns it.
 const forwardTimeout = 10 * time.Second
 
-// ringBackend is one of several memory-only servers: it owns the keys the
+// Ring is the backend of one of several memory-only servers: it owns the keys the
 // ring gives it and forwards the others to their owners.
 //
 // A batch routed with this server's ring (args.RingID equal to its ID) is
@@ -22,16 +23,26 @@ const forwardTimeout = 10 * time.Second
 // are applied here and the rest are forwarded. A batch routed with some
 // other ring is rejected whole with StatusWrongRing, since applying it
 // could put a key on a server that does not own it.
-type ringBackend struct {
+type Ring struct {
 	store store.Store
-	apply *applier
-	stats *Stats
+	apply *Applier
+	stats *stats.Stats
 	ring  *ring.Ring
 	self  int            // our index in ring
 	fwd   *client.Client // to the other servers
 }
 
-func (b *ringBackend) batch(args *wire.BatchArgs, reply *wire.BatchReply, cl *call) {
+// NewRing returns the backend of the server at index self of r's nodes,
+// which keeps its keys in st and forwards the others through fwd.
+func NewRing(st store.Store, apply *Applier, stats *stats.Stats, r *ring.Ring, self int, fwd *client.Client) *Ring {
+	return &Ring{store: st, apply: apply, stats: stats, ring: r, self: self, fwd: fwd}
+}
+
+// Ring returns the ring that places keys on the servers.
+func (b *Ring) Ring() *ring.Ring { return b.ring }
+
+// Batch implements Backend.
+func (b *Ring) Batch(args *wire.BatchArgs, reply *wire.BatchReply, cl *Call) {
 	switch {
 	case args.RingID == b.ring.ID():
 		reply.Results = make([]wire.Result, len(args.Ops))
@@ -48,7 +59,8 @@ func (b *ringBackend) batch(args *wire.BatchArgs, reply *wire.BatchReply, cl *ca
 	reply.Status = wire.StatusOK
 }
 
-func (b *ringBackend) one(op wire.Op, cl *call) wire.Result {
+// One implements Backend.
+func (b *Ring) One(op wire.Op, cl *Call) wire.Result {
 	res := make([]wire.Result, 1)
 	b.route([]wire.Op{op}, res, cl)
 	return res[0]
@@ -56,7 +68,7 @@ func (b *ringBackend) one(op wire.Op, cl *call) wire.Result {
 
 // route applies the ops this server owns and forwards the rest. Ops on one
 // key all go the same way, so they keep their batch order.
-func (b *ringBackend) route(ops []wire.Op, results []wire.Result, cl *call) {
+func (b *Ring) route(ops []wire.Op, results []wire.Result, cl *Call) {
 	var local, remote []wire.Op
 	var localAt, remoteAt []int
 	for i := range ops {
@@ -83,13 +95,18 @@ func (b *ringBackend) route(ops []wire.Op, results []wire.Result, cl *call) {
 	}
 }
 
-func (b *ringBackend) shards(bool) []wire.ShardStatus { return nil }
+// Shards implements Backend: a Ring backend replicates nothing.
+func (b *Ring) Shards(bool) []wire.ShardStatus { return nil }
 
-func (b *ringBackend) close() error { return b.fwd.Close() }
+// Keys implements Backend.
+func (b *Ring) Keys() int { return b.store.Len() }
+
+// Close implements Backend.
+func (b *Ring) Close() error { return b.fwd.Close() }
 
 // forward sends ops through fwd, which finds each key's owner (or shard
 // leader), and writes their results.
-func forward(fwd *client.Client, stats *Stats, ops []wire.Op, results []wire.Result) {
+func forward(fwd *client.Client, stats *stats.Stats, ops []wire.Op, results []wire.Result) {
 	stats.Forwarded.Add(uint64(len(ops)))
 	ctx, cancel := context.WithTimeout(context.Background(), forwardTimeout)
 	defer cancel()

@@ -1,4 +1,4 @@
-package kvs
+package backend
 
 import (
 	"errors"
@@ -115,18 +115,18 @@ func planShard(ops []wire.Op, results []wire.Result) *shardPlan {
 // batch order: a get before the batch's first write of its key rides in
 // the entry, and a get after a write of its key is answered from that
 // write.
-func (b *replicatedBackend) serveShard(g *replica.Group, args *wire.BatchArgs, reply *wire.BatchReply, cl *call) {
+func (b *Replicated) serveShard(g *replica.Group, args *wire.BatchArgs, reply *wire.BatchReply, cl *Call) {
 	ops, results := args.Ops, reply.Results
 	p := planShard(ops, results)
-	b.stats.add(&b.stats.Rejected, p.rejected)
+	b.stats.Add(&b.stats.Rejected, p.rejected)
 	if len(p.entry) == 0 {
 		if len(p.readAt) == 0 {
 			return
 		}
 		// Within a leader's lease (lease reads on) no barrier is needed.
-		// The bug planted by SetStaleReadsForTest: read-only batches skip
+		// The bug planted by Planted.StaleReads: read-only batches skip
 		// the barrier.
-		if !g.ReadLease() && !b.staleReads.Load() && !b.plantedOwner(g) {
+		if !g.ReadLease() && !b.Planted.StaleReads.Load() && !b.plantedOwner(g) {
 			if err := g.ReadBarrier(); err != nil {
 				b.answerAll(p, results, wire.StatusNotLeader)
 				reply.Leader = leaderAfter(g, err)
@@ -136,8 +136,8 @@ func (b *replicatedBackend) serveShard(g *replica.Group, args *wire.BatchArgs, r
 		b.serveReads(g.Store(), ops, p, results, cl)
 		return
 	}
-	var leaderDecided map[int]wire.Result // the bug planted by SetCASOnLeaderForTest
-	if p.conds > 0 && b.casOnLeader.Load() {
+	var leaderDecided map[int]wire.Result // the bug planted by Planted.CASOnLeader
+	if p.conds > 0 && b.Planted.CASOnLeader.Load() {
 		leaderDecided = planted.DecideBeforeLog(g.Store(), p.entry)
 	}
 	entry := wire.AppendBatchArgs(make([]byte, 0, wire.BatchArgsBound(p.entry)), &wire.BatchArgs{Session: args.Session, Seq: args.Seq, Ops: p.entry})
@@ -159,8 +159,8 @@ func (b *replicatedBackend) serveShard(g *replica.Group, args *wire.BatchArgs, r
 		b.answerAll(p, results, wire.StatusUnknown)
 		return
 	}
-	b.stats.add(&b.stats.Puts, p.puts)
-	b.stats.add(&b.stats.Deletes, p.dels)
+	b.stats.Add(&b.stats.Puts, p.puts)
+	b.stats.Add(&b.stats.Deletes, p.dels)
 	var gets uint64
 	fromFSM := len(w.Results) == len(p.entry) // and, for a retry, the results it got the first time
 	for j, i := range p.writeAt {
@@ -198,7 +198,7 @@ func (b *replicatedBackend) serveShard(g *replica.Group, args *wire.BatchArgs, r
 		}
 		gets++
 	}
-	b.stats.add(&b.stats.Gets, gets)
+	b.stats.Add(&b.stats.Gets, gets)
 	b.serveReads(g.Store(), ops, p, results, cl)
 }
 
@@ -207,7 +207,7 @@ func (b *replicatedBackend) serveShard(g *replica.Group, args *wire.BatchArgs, r
 // after a barrier (those after a write of their key in the batch read the
 // value the write would have replaced: it was not applied). If the
 // barrier fails, every op gets StatusNoSpace or StatusNotLeader.
-func (b *replicatedBackend) noSpace(g *replica.Group, ops []wire.Op, p *shardPlan, results []wire.Result) {
+func (b *Replicated) noSpace(g *replica.Group, ops []wire.Op, p *shardPlan, results []wire.Result) {
 	gets := len(p.readAt) + len(p.riding) + len(p.shadow)
 	if gets > 0 && g.ReadBarrier() != nil {
 		b.answerAll(p, results, wire.StatusNoSpace)
@@ -229,10 +229,10 @@ func (b *replicatedBackend) noSpace(g *replica.Group, ops []wire.Op, p *shardPla
 	p.readAt = slices.Compact(p.readAt)
 }
 
-// plantedOwner reports whether the bug planted by SetServeByMapForTest
+// plantedOwner reports whether the bug planted by Planted.ServeByMap
 // lets this replica serve reads because the map prefers it.
-func (b *replicatedBackend) plantedOwner(g *replica.Group) bool {
-	return b.serveByMap.Load() && g.Placement()[0] == b.set.Self()
+func (b *Replicated) plantedOwner(g *replica.Group) bool {
+	return b.Planted.ServeByMap.Load() && g.Placement()[0] == b.set.Self()
 }
 
 // handOverWait bounds how long a batch turned away during a leadership
@@ -253,7 +253,7 @@ func leaderAfter(g *replica.Group, err error) string {
 
 // serveReads reads the plan's free gets of ops from st, the shard's
 // store, into their places in results.
-func (b *replicatedBackend) serveReads(st store.Store, ops []wire.Op, p *shardPlan, results []wire.Result, cl *call) {
+func (b *Replicated) serveReads(st store.Store, ops []wire.Op, p *shardPlan, results []wire.Result, cl *Call) {
 	at := p.readAt
 	switch len(at) {
 	case 0:
@@ -268,7 +268,7 @@ func (b *replicatedBackend) serveReads(st store.Store, ops []wire.Op, p *shardPl
 // served: writes with st (StatusNotLeader: not applied; StatusUnknown:
 // perhaps applied), gets with StatusNotLeader. Both make the client send
 // the batch again.
-func (b *replicatedBackend) answerAll(p *shardPlan, results []wire.Result, st wire.Status) {
+func (b *Replicated) answerAll(p *shardPlan, results []wire.Result, st wire.Status) {
 	for _, i := range p.writeAt {
 		results[i] = wire.Result{Status: st}
 	}

@@ -1,4 +1,4 @@
-package kvs
+package backend
 
 import (
 	"sync"
@@ -25,8 +25,8 @@ import (
 // batch runs, would make every 8192-get batch reserve 63 MiB and serialize
 // the standard run; charging what was actually read costs nothing there.
 
-// budget counts bytes held and lets callers wait while it is over a limit.
-type budget struct {
+// Budget counts bytes held and lets callers wait while it is over a limit.
+type Budget struct {
 	limit int64
 	held  atomic.Int64
 
@@ -34,21 +34,22 @@ type budget struct {
 	cond *sync.Cond // signalled when held goes down
 }
 
-func newBudget(limit int64) *budget {
-	b := &budget{limit: limit}
+// NewBudget returns an empty budget of limit bytes.
+func NewBudget(limit int64) *Budget {
+	b := &Budget{limit: limit}
 	b.cond = sync.NewCond(&b.mu)
 	return b
 }
 
 // over reports whether something is held and the limit is reached.
-func (b *budget) over() bool {
+func (b *Budget) over() bool {
 	h := b.held.Load()
 	return h > 0 && h >= b.limit
 }
 
 // wait blocks while the budget is over its limit; it returns whether it
 // had to wait.
-func (b *budget) wait() bool {
+func (b *Budget) wait() bool {
 	if !b.over() {
 		return false
 	}
@@ -60,9 +61,19 @@ func (b *budget) wait() bool {
 	return true
 }
 
-func (b *budget) charge(n int64) { b.held.Add(n) }
+// Held returns the bytes held.
+func (b *Budget) Held() int64 { return b.held.Load() }
 
-func (b *budget) release(n int64) {
+// Call is one request whose reply holds values until it is written: the
+// bytes it holds charged, to its connection's budget and the server's.
+type Call struct {
+	Conn    *Budget // its connection's reply budget
+	charged int64   // set by the request's goroutine, read after it returns
+}
+
+func (b *Budget) charge(n int64) { b.held.Add(n) }
+
+func (b *Budget) release(n int64) {
 	if n == 0 {
 		return
 	}

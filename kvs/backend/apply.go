@@ -1,8 +1,10 @@
-package kvs
+package backend
 
 import (
+	"runtime"
 	"sync/atomic"
 
+	"github.com/batchkv/batchkv/kvs/stats"
 	"github.com/batchkv/batchkv/kvs/store"
 	"github.com/batchkv/batchkv/wire"
 )
@@ -16,33 +18,43 @@ const (
 	maxReplyValues = wire.MaxFrameBytes - 1<<20
 )
 
-// applier applies ops to a store and counts them in stats. Every backend
+// Applier applies ops to a store and counts them in stats. Every backend
 // reads and writes its stores through one. It keeps the reply budget
 // (budget.go): a batch with gets waits while its connection or the server
 // holds too many bytes of unwritten replies, reads values only in one of
 // a few build slots, and charges what it read to its call.
-type applier struct {
-	stats   *Stats
-	replies *budget       // server-wide; nil in tests and benchmarks that build Services by hand
+type Applier struct {
+	stats   *stats.Stats
+	replies *Budget       // server-wide; nil in benchmarks that build backends by hand
 	slots   chan struct{} // build slots; nil likewise
-	charge  func(cl *call, n int64)
 	// valueBytes is the mean value size read by the last batch, plus one:
 	// the next batch sizes its value buffer from it.
 	valueBytes atomic.Uint64
+}
+
+// NewApplier returns an Applier that counts in st and keeps the
+// server-wide reply budget replies, with a few build slots; nil replies
+// means no budget and no slots (benchmarks that build backends by hand).
+func NewApplier(st *stats.Stats, replies *Budget) *Applier {
+	a := &Applier{stats: st, replies: replies}
+	if replies != nil {
+		a.slots = make(chan struct{}, buildSlots())
+	}
+	return a
 }
 
 // apply applies ops to st, in order, writing their results. The values
 // read are copied into a store.Values, which the results' values alias;
 // they are charged to cl (nil: charged to nothing) until its reply is
 // written.
-func (a *applier) apply(st store.Store, ops []wire.Op, results []wire.Result, cl *call) {
+func (a *Applier) apply(st store.Store, ops []wire.Op, results []wire.Result, cl *Call) {
 	a.applyAt(st, ops, nil, results, cl)
 }
 
 // applyAt is apply of the ops whose indexes at lists (every op for a nil
 // at), each writing its result at its own index in results (see
 // store.ApplyAt).
-func (a *applier) applyAt(st store.Store, ops []wire.Op, at []int32, results []wire.Result, cl *call) {
+func (a *Applier) applyAt(st store.Store, ops []wire.Op, at []int32, results []wire.Result, cl *Call) {
 	var gets, puts, dels, rejected uint64
 	for i := range store.Selected(len(ops), at) {
 		switch {
@@ -66,18 +78,15 @@ func (a *applier) applyAt(st store.Store, ops []wire.Op, at []int32, results []w
 			<-a.slots
 		}
 		a.valueBytes.Store(uint64(vals.Len())/gets + 1)
-		if a.charge != nil {
-			// What the reply keeps alive, not just what it reads: a
-			// chunk sized from an earlier batch's values may be mostly
-			// empty.
-			a.charge(cl, int64(vals.Allocated()))
-		}
+		// What the reply keeps alive, not just what it reads: a chunk
+		// sized from an earlier batch's values may be mostly empty.
+		a.charge(cl, int64(vals.Allocated()))
 	}
 	// One atomic add per counter per batch, not per op.
-	a.stats.add(&a.stats.Gets, gets)
-	a.stats.add(&a.stats.Puts, puts)
-	a.stats.add(&a.stats.Deletes, dels)
-	a.stats.add(&a.stats.Rejected, rejected)
+	a.stats.Add(&a.stats.Gets, gets)
+	a.stats.Add(&a.stats.Puts, puts)
+	a.stats.Add(&a.stats.Deletes, dels)
+	a.stats.Add(&a.stats.Rejected, rejected)
 }
 
 // admit waits until cl's connection and the server are within their reply
@@ -85,10 +94,10 @@ func (a *applier) applyAt(st store.Store, ops []wire.Op, at []int32, results []w
 // caller gives it back. Checking under the slot bounds the overshoot:
 // only the few slot holders can have passed the check and not yet charged
 // what they read.
-func (a *applier) admit(cl *call) {
+func (a *Applier) admit(cl *Call) {
 	waited := false
 	for {
-		if cl != nil && cl.conn.replies.wait() {
+		if cl != nil && cl.Conn.wait() {
 			waited = true
 		}
 		if a.replies != nil && a.replies.wait() {
@@ -98,7 +107,7 @@ func (a *applier) admit(cl *call) {
 			break
 		}
 		a.slots <- struct{}{}
-		if (cl == nil || !cl.conn.replies.over()) && (a.replies == nil || !a.replies.over()) {
+		if (cl == nil || !cl.Conn.over()) && (a.replies == nil || !a.replies.over()) {
 			break
 		}
 		<-a.slots // over again: wait without holding a slot
@@ -111,10 +120,38 @@ func (a *applier) admit(cl *call) {
 // valueBufSize guesses the bytes of values that a batch with gets gets
 // will read, from the last batch's mean plus a quarter, so that most
 // batches' values fit in one chunk.
-func (a *applier) valueBufSize(gets uint64) int {
+func (a *Applier) valueBufSize(gets uint64) int {
 	per := a.valueBytes.Load()
 	if per == 0 {
 		per = 64
 	}
 	return int(min(gets*per+gets*per/4, maxReplyValues))
+}
+
+// buildSlots is how many batches may read values from the stores at once.
+// Reading is CPU-bound, so more would not go faster; fewer bound how far
+// concurrent batches can overshoot the reply budgets before it is charged.
+func buildSlots() int { return 2 * runtime.GOMAXPROCS(0) }
+
+// charge charges n bytes of reply values to cl, its connection and the
+// server, until the reply is written (Release).
+func (a *Applier) charge(cl *Call, n int64) {
+	if cl == nil || n == 0 {
+		return
+	}
+	cl.charged += n
+	cl.Conn.charge(n)
+	if a.replies != nil {
+		a.replies.charge(n)
+	}
+}
+
+// Release gives back what cl's reply held charged, once it is written
+// (or its connection is gone).
+func (a *Applier) Release(cl *Call) {
+	cl.Conn.release(cl.charged)
+	if a.replies != nil {
+		a.replies.release(cl.charged)
+	}
+	cl.charged = 0
 }

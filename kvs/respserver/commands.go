@@ -1,4 +1,4 @@
-package kvs
+package respserver
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 
 // The RESP commands. Those that touch keys (GET, SET, SETNX, GETSET,
 // MGET, MSET, DEL, UNLINK, EXISTS) become ops of the connection's batch; the others are
-// answered at once (resp_server.go). A command's keys and values are
+// answered at once (control.go). A command's keys and values are
 // checked before anything is queued, so a bad one changes nothing.
 
 // command queues or answers one command.

@@ -1,4 +1,4 @@
-package kvs
+package backend
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batchkv/batchkv/kvs/stats"
 	"github.com/batchkv/batchkv/kvs/store"
 	"github.com/batchkv/batchkv/wire"
 	"github.com/batchkv/batchkv/workload"
@@ -257,7 +258,7 @@ func BenchmarkServeShardReads(b *testing.B) {
 		batches[i] = make([]wire.Op, 8192/3)
 		gen.NextBatch(batches[i], nil, func(int) string { return value })
 	}
-	be := &replicatedBackend{apply: &applier{stats: &Stats{}}}
+	be := &Replicated{apply: NewApplier(&stats.Stats{}, nil)}
 	results := make([]wire.Result, 8192/3)
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -1,11 +1,10 @@
-package kvs
+package respserver
 
 import (
 	"fmt"
 	"path"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/batchkv/batchkv/resp"
 )
@@ -47,11 +46,11 @@ func (c *respConn) control(args [][]byte) {
 		}
 	case "dbsize":
 		if c.arity(args, 1, 1) {
-			n := c.s.keyCount()
+			n := c.link.Keys()
 			c.immediate(func(b []byte) []byte { return resp.AppendInt(b, int64(n)) })
 		}
 	case "info":
-		info := c.s.respInfo()
+		info := c.info()
 		c.immediate(func(b []byte) []byte { return resp.AppendBulkString(b, info) })
 	case "hello":
 		c.hello(args)
@@ -167,7 +166,7 @@ func (c *respConn) client(args [][]byte) {
 		c.immediate(func(b []byte) []byte { return resp.AppendInt(b, id) })
 	case sub == "info" && len(args) == 2:
 		info := fmt.Sprintf("id=%d addr=%s laddr=%s name=%s db=0 resp=%d\n",
-			c.id, c.st.raw.RemoteAddr(), c.st.raw.LocalAddr(), c.name, c.proto)
+			c.id, c.raw.RemoteAddr(), c.raw.LocalAddr(), c.name, c.proto)
 		c.immediate(func(b []byte) []byte { return resp.AppendBulkString(b, info) })
 	default:
 		c.fail("ERR unknown subcommand or wrong number of arguments for 'client|" + printable(args[1]) + "'")
@@ -303,27 +302,9 @@ func (c *respConn) config(args [][]byte) {
 	})
 }
 
-// keyCount is what DBSIZE answers: the keys this server holds; for a
-// replicated server, those of the shards it leads.
-func (s *Server) keyCount() int {
-	switch b := s.svc.backend.(type) {
-	case *localBackend:
-		return b.store.Len()
-	case *ringBackend:
-		return b.store.Len()
-	}
-	n := 0
-	for _, sh := range s.svc.backend.shards(false) {
-		if sh.State == "Leader" {
-			n += sh.Keys
-		}
-	}
-	return n
-}
-
-// respInfo is what INFO answers.
-func (s *Server) respInfo() string {
+// info is what INFO answers.
+func (c *respConn) info() string {
 	return fmt.Sprintf("# Server\r\nredis_version:%s\r\nredis_mode:standalone\r\nbatchkv:1\r\nuptime_in_seconds:%d\r\n\r\n"+
 		"# Clients\r\nconnected_clients:%d\r\n\r\n# Keyspace\r\ndb0:keys=%d,expires=0,avg_ttl=0\r\n",
-		respVersion, int64(time.Since(s.started).Seconds()), s.Conns(), s.keyCount())
+		respVersion, int64(c.link.Uptime().Seconds()), c.link.Clients(), c.link.Keys())
 }

@@ -1,4 +1,4 @@
-package kvs
+package stats
 
 import (
 	"sync/atomic"

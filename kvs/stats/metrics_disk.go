@@ -1,4 +1,4 @@
-package kvs
+package stats
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,7 +13,10 @@ type diskCollector struct {
 	free, total, full *prometheus.Desc
 }
 
-func newDiskCollector(disk func() *wire.DiskStats) *diskCollector {
+// NewDiskCollector returns a Prometheus collector of the space of a
+// replicated server's data dir, as disk reads it (nil: nothing to
+// report).
+func NewDiskCollector(disk func() *wire.DiskStats) prometheus.Collector {
 	d := func(name, help string) *prometheus.Desc {
 		return prometheus.NewDesc("batchkv_"+name, help, []string{"dir"}, nil)
 	}
