@@ -14,7 +14,8 @@ usage: ./chaos.sh SCENARIO|all [flags]
        ./chaos.sh --help
 
 Scenarios: slow-follower slow-network crash-leader crash-follower partition
-pause rebalance move-killed random, or all of them in turn. Power cuts (need
+pause rebalance move-killed random, or all of them in turn. A full disk (needs
+root to mount a tmpfs; not part of all): disk-full. Power cuts (need
 root and /dev/fuse; not part of all): power-cut (mid-load), power-cut-snapshot,
 power-cut-move, power-cut-map, or power-cut-all for the four in turn. Results (summary.md, timeline.png,
 timeline.csv, events.csv, status.csv, history.csv, server logs, and
@@ -30,6 +31,7 @@ Flags are kvschaos's; ./chaos.sh --help lists them all. Examples:
   ./chaos.sh partition --server-args "-read-mode lease"
   ./chaos.sh power-cut --repeat 5    # 5 power cuts mid-load (strict POSIX fs)
   ./chaos.sh power-cut-all --powercut-mode ext4
+  ./chaos.sh disk-full --repeat 5    # a follower's disk full under the load
 USAGE
 }
 

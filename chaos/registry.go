@@ -31,6 +31,10 @@ func ScenarioNames() []string { return slices.Clone(scenarioOrder) }
 // need root and FUSE).
 func PowerCutNames() []string { return slices.Clone(powercuts.Names) }
 
+// DiskFaultNames returns the scenarios that fault a server's disk (not
+// part of `all`: they mount a tmpfs, which needs root).
+func DiskFaultNames() []string { return slices.Sorted(maps.Keys(diskfull.Scenarios())) }
+
 // IsPowerCut reports whether name is a power-cut scenario.
 func IsPowerCut(name string) bool { return slices.Contains(powercuts.Names, name) }
 

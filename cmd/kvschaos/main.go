@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -64,7 +65,7 @@ func run(args []string, stdout, stderr io.Writer) (bool, error) {
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: kvschaos [flags] SCENARIO|all\n\nScenarios:\n")
-		for _, name := range append(chaos.ScenarioNames(), chaos.PowerCutNames()...) {
+		for _, name := range slices.Concat(chaos.ScenarioNames(), chaos.DiskFaultNames(), chaos.PowerCutNames()) {
 			fmt.Fprintf(stderr, "  %-18s %s\n", name, chaos.About(name))
 		}
 		fmt.Fprintf(stderr, "  %-18s %s\n", "power-cut-all", "the four power-cut scenarios in turn (not part of all: they need root and FUSE)")
