@@ -32,8 +32,9 @@ import (
 // gives each connection. A command is at most respLimits: its bulk strings
 // at most a value (wire.MaxValueBytes), its arguments at most an MSET of a
 // full batch, its bytes at most a binary frame (wire.MaxFrameBytes); the
-// read buffer holds at most one command beyond the complete ones, and a
-// command that stalls half-way is closed after Config.FrameTimeout. Bytes
+// read buffer holds at most one command beyond the complete ones, grows
+// only as that command's bytes arrive (see fill), and a command that
+// stalls half-way is closed after Config.FrameTimeout. Bytes
 // that are not RESP, or break a limit, get an error reply and the
 // connection is closed, since the stream cannot be resynchronized.
 
@@ -148,15 +149,17 @@ func (c *respConn) parse() (int, error) {
 	return 0, nil
 }
 
-// fill reads more bytes, growing the buffer to need when the command
-// being read needs more than it holds. It reports whether the connection
-// is still open.
+// fill reads more bytes. When the command being read needs more than the
+// buffer holds, the buffer grows once it is full, to at most twice its
+// size: it grows as bytes arrive, never to what a header announces, so a
+// client that announces a large value and stalls costs the server about
+// what it sent. It reports whether the connection is still open.
 func (c *respConn) fill(need int) bool {
 	rest := copy(c.in[:cap(c.in)], c.in[c.pos:])
 	c.in, c.pos = c.in[:rest], 0
 	switch {
-	case need > cap(c.in):
-		grown := make([]byte, rest, max(need, 2*cap(c.in)))
+	case need > cap(c.in) && rest == cap(c.in):
+		grown := make([]byte, rest, min(need, 2*cap(c.in)))
 		copy(grown, c.in)
 		c.in = grown
 	case rest == 0 && cap(c.in) > respReadBuf:
