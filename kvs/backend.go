@@ -11,6 +11,7 @@ import (
 	"github.com/batchkv/batchkv/client"
 	"github.com/batchkv/batchkv/internal/netcount"
 	"github.com/batchkv/batchkv/kvs/replica"
+	"github.com/batchkv/batchkv/kvs/replica/transport"
 	"github.com/batchkv/batchkv/kvs/store"
 	"github.com/batchkv/batchkv/ring"
 	"github.com/batchkv/batchkv/shard"
@@ -298,10 +299,10 @@ func peerTLS(cfg *Config) *tls.Config {
 // (plain TCP by default), with TLS over it when the server has an
 // Identity. The peer's certificate must name the host of the address
 // dialled, not of any proxy in between.
-func raftDialer(cfg *Config, stats *Stats) replica.DialFunc {
+func raftDialer(cfg *Config, stats *Stats) transport.DialFunc {
 	base := cfg.DialRaft
 	if base == nil {
-		base = replica.DialTCP
+		base = transport.DialTCP
 	}
 	dial := func(addr string, timeout time.Duration) (net.Conn, error) {
 		c, err := base(addr, timeout)

@@ -3,7 +3,7 @@
 // One port serves three protocols (conn.go tells them apart). A connection
 // that opens with wire.Preamble speaks the binary codec (package wire), the
 // fast path that the client library uses. One that opens with
-// replica.Preamble carries one shard's Raft traffic between replicas. Any
+// transport.Preamble carries one shard's Raft traffic between replicas. Any
 // other connection is handed to an HTTP server that serves net/rpc over
 // HTTP at rpc.DefaultRPCPath with gob, which is what the course skeleton's
 // client (rpc.DialHTTP, KVService.Get/Put) and the admin RPCs speak. The
@@ -47,6 +47,7 @@ import (
 	"github.com/batchkv/batchkv/internal/handoff"
 	"github.com/batchkv/batchkv/kvs/replica"
 	"github.com/batchkv/batchkv/kvs/replica/raftstore"
+	"github.com/batchkv/batchkv/kvs/replica/transport"
 	"github.com/batchkv/batchkv/kvs/store"
 	"github.com/batchkv/batchkv/ring"
 	"github.com/batchkv/batchkv/wire"
@@ -132,7 +133,7 @@ type Config struct {
 	// DialRaft opens connections to peers for Raft; nil means plain TCP.
 	// Tests route it through fault-injecting proxies. With an Identity,
 	// TLS runs over what it opens.
-	DialRaft replica.DialFunc
+	DialRaft transport.DialFunc
 
 	// Identity, when set, makes every connection TLS 1.3 with certificates
 	// verified both ways: the server's own for listening and for dialing

@@ -3,7 +3,7 @@
 // table that makes retried batches apply once.
 //
 // The server opens a Set at start, hands it the Raft connections that
-// arrive on its port (Accept; they open with Preamble), and serves each
+// arrive on its port (Accept; they open with transport.Preamble), and serves each
 // batch on the shard's Group:
 //
 //	set, err := replica.Open(replica.Config{Layout: l, Self: addr, DataDir: dir})

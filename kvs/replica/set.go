@@ -249,9 +249,9 @@ func (s *Set) Replicas(sh int) []string {
 	return slices.Compact(out)
 }
 
-// Accept hands an inbound Raft connection for shard sh, whose Preamble
-// and shard number have been read, to that shard's transport. On error
-// the caller still owns c.
+// Accept hands an inbound Raft connection for shard sh, whose
+// transport.Preamble and shard number have been read, to that shard's
+// transport. On error the caller still owns c.
 func (s *Set) Accept(c net.Conn, sh int) error {
 	g := s.GroupOf(sh)
 	if g == nil {
