@@ -11,6 +11,7 @@ import (
 	"github.com/batchkv/batchkv/client"
 	"github.com/batchkv/batchkv/internal/netcount"
 	"github.com/batchkv/batchkv/kvs/replica"
+	"github.com/batchkv/batchkv/kvs/replica/mapfile"
 	"github.com/batchkv/batchkv/kvs/replica/transport"
 	"github.com/batchkv/batchkv/kvs/store"
 	"github.com/batchkv/batchkv/ring"
@@ -151,7 +152,7 @@ func joinMap(cfg *Config, admin client.Admin) (*shard.Map, error) {
 	if cfg.Join == "" {
 		return nil, nil
 	}
-	if saved, err := replica.LoadMap(cfg.DataDir); err != nil || saved != nil {
+	if saved, err := mapfile.Load(cfg.DataDir); err != nil || saved != nil {
 		return saved, err
 	}
 	l, err := admin.Layout(cfg.Join, joinTimeout)

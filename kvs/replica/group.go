@@ -355,8 +355,8 @@ func (g *Group) Status(withDigest bool) wire.ShardStatus {
 	if withDigest {
 		st.Digest = g.fsm.Digest()
 	}
-	stats := g.raft.Stats()
-	st.Snapshot, st.LastLogTerm = statUint(stats, "last_snapshot_index"), statUint(stats, "last_log_term")
+	log, snap := g.node.LogPositions()
+	st.Snapshot, st.LastLogTerm = snap.Index, log.Term
 	return st
 }
 
@@ -394,12 +394,4 @@ func (g *Group) ReadLease() bool {
 	}
 	term := g.raft.CurrentTerm()
 	return g.raft.State() == raft.Leader && g.readyTerm.Load() == term && g.lease.Valid(term)
-}
-
-// statUint returns the number raft.Stats gives under key; 0 when it gives
-// none.
-func statUint(stats map[string]string, key string) uint64 {
-	var n uint64
-	_, _ = fmt.Sscan(stats[key], &n)
-	return n
 }

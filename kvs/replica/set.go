@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/batchkv/batchkv/kvs/replica/diskspace"
+	"github.com/batchkv/batchkv/kvs/replica/mapfile"
 	"github.com/batchkv/batchkv/kvs/replica/raftstore"
 	"github.com/batchkv/batchkv/shard"
 	"github.com/batchkv/batchkv/wire"
@@ -39,10 +40,6 @@ type Set struct {
 	disk *diskspace.Watch
 }
 
-// mapFile is the file in the data dir that keeps the last map a server
-// adopted, so that it restarts with the current placement.
-const mapFile = "map.json"
-
 // Open opens (creating or recovering from DataDir) a replica of every
 // shard that the map places on cfg.Self, and of the meta group if it is
 // one of its replicas, and starts their Raft nodes. The map is the one
@@ -61,7 +58,7 @@ func Open(cfg Config) (*Set, error) {
 	if m.Epoch == 1 || cfg.Reborn {
 		s.initial = m
 	}
-	if saved, err := LoadMap(cfg.DataDir); err != nil {
+	if saved, err := mapfile.Load(cfg.DataDir); err != nil {
 		return nil, err
 	} else if saved != nil && saved.Epoch > m.Epoch {
 		m = saved
@@ -72,7 +69,7 @@ func Open(cfg Config) (*Set, error) {
 	if !slices.Contains(m.Servers, cfg.Self) && cfg.Map == nil {
 		return nil, fmt.Errorf("replica: %q is not among the members %v", cfg.Self, m.Servers)
 	}
-	if err := saveMap(cfg.DataDir, m); err != nil {
+	if err := mapfile.Save(cfg.DataDir, m); err != nil {
 		return nil, err
 	}
 	s.m.Store(m)
