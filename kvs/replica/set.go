@@ -10,9 +10,11 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/batchkv/batchkv/internal/bugswitch"
 	"github.com/batchkv/batchkv/kvs/replica/diskspace"
 	"github.com/batchkv/batchkv/kvs/replica/mapfile"
 	"github.com/batchkv/batchkv/kvs/replica/raftstore"
+	"github.com/batchkv/batchkv/kvs/replica/selfcheck"
 	"github.com/batchkv/batchkv/shard"
 	"github.com/batchkv/batchkv/wire"
 )
@@ -122,6 +124,27 @@ func Open(cfg Config) (*Set, error) {
 	}
 	s.checkAgainstPeers()
 	return s, nil
+}
+
+// checkAgainstPeers runs the start-up check (package selfcheck) of every
+// data shard replica this server opened, in the background; a replica
+// that differs from its peers is rebuilt.
+func (s *Set) checkAgainstPeers() {
+	if s.cfg.PeerStatus == nil || bugswitch.NoStartupCheck.Load() {
+		return
+	}
+	cfg := selfcheck.Config{Self: s.cfg.Self, PeerStatus: s.cfg.PeerStatus, Logger: s.cfg.Logger}
+	for sh := range s.layout.Shards() {
+		if g := s.Group(sh); g != nil && !g.Rebuilding() && len(g.Placement()) >= 3 {
+			r := selfcheck.Replica{Shard: sh, Dir: g.dir, Placement: g.Placement, Applied: g.raft.AppliedIndex,
+				Content: func() (uint64, int) { return g.fsm.Digest(), g.fsm.Store().Len() }, Stop: g.stop}
+			go func() {
+				if verdict := selfcheck.Run(cfg, r); verdict != nil {
+					s.damaged(sh, g, verdict)
+				}
+			}()
+		}
+	}
 }
 
 // onDisk returns the data shards whose replica data is in the data dir
