@@ -10,6 +10,7 @@ import (
 	"github.com/batchkv/batchkv/auth"
 	"github.com/batchkv/batchkv/kvs/replica"
 	"github.com/batchkv/batchkv/kvs/replica/raftstore"
+	"github.com/batchkv/batchkv/kvs/replica/transport"
 	"github.com/batchkv/batchkv/kvs/store"
 )
 
@@ -100,7 +101,7 @@ type Config struct {
 	// DialRaft opens connections to peers for Raft; nil means plain TCP.
 	// Tests route it through fault-injecting proxies. With an Identity,
 	// TLS runs over what it opens.
-	DialRaft replica.DialFunc
+	DialRaft transport.DialFunc
 
 	// Identity, when set, makes every connection TLS 1.3 with certificates
 	// verified both ways: the server's own for listening and for dialing

@@ -13,7 +13,7 @@ import (
 	"github.com/batchkv/batchkv/auth"
 	"github.com/batchkv/batchkv/internal/netcount"
 	"github.com/batchkv/batchkv/kvs/backend"
-	"github.com/batchkv/batchkv/kvs/replica"
+	"github.com/batchkv/batchkv/kvs/replica/transport"
 	"github.com/batchkv/batchkv/wire"
 )
 
@@ -24,7 +24,7 @@ import (
 //
 //   - binary: wire.Preamble, the binary codec, the fast path of the client
 //     library;
-//   - Raft stream: replica.Preamble, one shard's Raft traffic, accepted
+//   - Raft stream: transport.Preamble, one shard's Raft traffic, accepted
 //     only from a node certificate that names one of the shard's
 //     replicas' hosts;
 //   - RESP, the Redis protocol (package kvs/respserver): an array ('*'),
@@ -116,7 +116,7 @@ func (s *Server) handle(st *connState) {
 	switch {
 	case n == 0:
 		s.drop(st)
-	case err == nil && string(head) == replica.Preamble:
+	case err == nil && string(head) == transport.Preamble:
 		s.handleRaft(st, conn)
 	case err == nil && string(head) == wire.Preamble:
 		s.serveCodec(st, wire.NewServerCodec(conn, nil, s.cfg.FrameTimeout))
@@ -186,7 +186,7 @@ func (s *Server) handleRaft(st *connState, conn net.Conn) {
 		return
 	}
 	_ = st.raw.SetReadDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
-	sh, err := replica.ReadShard(conn)
+	sh, err := transport.ReadShard(conn)
 	_ = st.raw.SetReadDeadline(time.Time{})
 	if err == nil && s.serverTLS != nil {
 		err = auth.CheckRaftPeer(st.cert, rb.Set().Replicas(sh))

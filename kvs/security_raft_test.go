@@ -21,7 +21,7 @@ import (
 	"github.com/batchkv/batchkv/auth"
 	"github.com/batchkv/batchkv/client"
 	"github.com/batchkv/batchkv/kvs"
-	"github.com/batchkv/batchkv/kvs/replica"
+	"github.com/batchkv/batchkv/kvs/replica/transport"
 	"github.com/batchkv/batchkv/wire"
 )
 
@@ -176,7 +176,7 @@ func (s *attackStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net
 	if err != nil {
 		return nil, err
 	}
-	hdr := binary.LittleEndian.AppendUint32([]byte(replica.Preamble), 0)
+	hdr := binary.LittleEndian.AppendUint32([]byte(transport.Preamble), 0)
 	if _, err := c.Write(hdr); err != nil {
 		_ = c.Close()
 		return nil, err

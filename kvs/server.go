@@ -5,7 +5,7 @@
 //
 //   - binary: a connection that opens with wire.Preamble speaks the binary
 //     codec (package wire), the fast path that the client library uses;
-//   - Raft stream: one that opens with replica.Preamble carries one
+//   - Raft stream: one that opens with transport.Preamble carries one
 //     shard's Raft traffic between replicas;
 //   - RESP: one that opens with a Redis command is served by package
 //     kvs/respserver (resp.go hands it over);

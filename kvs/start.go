@@ -12,6 +12,7 @@ import (
 	"github.com/batchkv/batchkv/internal/netcount"
 	"github.com/batchkv/batchkv/kvs/backend"
 	"github.com/batchkv/batchkv/kvs/replica"
+	"github.com/batchkv/batchkv/kvs/replica/transport"
 	"github.com/batchkv/batchkv/kvs/stats"
 	"github.com/batchkv/batchkv/kvs/store"
 	"github.com/batchkv/batchkv/ring"
@@ -118,10 +119,10 @@ func peerTLS(cfg *Config) *tls.Config {
 // (plain TCP by default), with TLS over it when the server has an
 // Identity. The peer's certificate must name the host of the address
 // dialled, not of any proxy in between.
-func raftDialer(cfg *Config, stats *stats.Stats) replica.DialFunc {
+func raftDialer(cfg *Config, stats *stats.Stats) transport.DialFunc {
 	base := cfg.DialRaft
 	if base == nil {
-		base = replica.DialTCP
+		base = transport.DialTCP
 	}
 	dial := func(addr string, timeout time.Duration) (net.Conn, error) {
 		c, err := base(addr, timeout)

@@ -32,6 +32,7 @@ import (
 	"github.com/batchkv/batchkv/kvs"
 	"github.com/batchkv/batchkv/kvs/replica"
 	"github.com/batchkv/batchkv/kvs/replica/raftstore"
+	"github.com/batchkv/batchkv/kvs/replica/transport"
 	"github.com/batchkv/batchkv/kvs/stats"
 	"github.com/batchkv/batchkv/kvs/store"
 	"github.com/batchkv/batchkv/ring"
@@ -136,7 +137,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			if p, ok := via[addr]; ok {
 				addr = p
 			}
-			return replica.DialTCP(addr, timeout)
+			return transport.DialTCP(addr, timeout)
 		}
 	}
 	if *rf < 1 {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/batchkv/batchkv/client"
-	"github.com/batchkv/batchkv/kvs/replica"
+	"github.com/batchkv/batchkv/kvs/replica/mapfile"
 	"github.com/batchkv/batchkv/shard"
 	"github.com/batchkv/batchkv/wire"
 )
@@ -65,7 +65,7 @@ func joinMap(cfg *Joining, admin client.Admin) (*shard.Map, error) {
 	if cfg.Join == "" {
 		return nil, nil
 	}
-	if saved, err := replica.LoadMap(cfg.DataDir); err != nil || saved != nil {
+	if saved, err := mapfile.Load(cfg.DataDir); err != nil || saved != nil {
 		return saved, err
 	}
 	l, err := admin.Layout(cfg.Join, joinTimeout)

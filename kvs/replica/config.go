@@ -10,6 +10,7 @@ import (
 	"github.com/batchkv/batchkv/kvs/replica/failover"
 	"github.com/batchkv/batchkv/kvs/replica/fsm"
 	"github.com/batchkv/batchkv/kvs/replica/raftstore"
+	"github.com/batchkv/batchkv/kvs/replica/transport"
 	"github.com/batchkv/batchkv/kvs/store"
 	"github.com/batchkv/batchkv/shard"
 	"github.com/batchkv/batchkv/wire"
@@ -59,8 +60,9 @@ type Config struct {
 	// NewStore makes an empty store for a shard, and for each snapshot
 	// restore. Nil means store.NewArena.
 	NewStore func() store.Store
-	// Dial opens connections to peers for Raft; nil means DialTCP.
-	Dial DialFunc
+	// Dial opens connections to peers for Raft; nil means
+	// transport.DialTCP.
+	Dial transport.DialFunc
 	// PeerStatus asks a peer for its status, for the silence check; nil
 	// turns the silence check off.
 	PeerStatus StatusFunc
@@ -96,7 +98,7 @@ func (cfg *Config) validate() error {
 		cfg.NewStore = func() store.Store { return store.NewArena() }
 	}
 	if cfg.Dial == nil {
-		cfg.Dial = DialTCP
+		cfg.Dial = transport.DialTCP
 	}
 	if cfg.SessionTTL == 0 {
 		cfg.SessionTTL = fsm.DefaultSessionTTL
@@ -177,19 +179,6 @@ const ApplyTimeout = 5 * time.Second
 
 // Fixed parameters of every shard's Raft node.
 const (
-	// transportPool is how many idle connections to each peer the Raft
-	// transport keeps for reuse.
-	transportPool = 3
-	// transportTimeout bounds each Raft RPC's write, and a snapshot
-	// chunk's.
-	transportTimeout = 10 * time.Second
-	// rpcsInFlight is how many AppendEntries RPCs a leader keeps in
-	// flight to each follower. hashicorp/raft's default, 2, makes entries
-	// that arrive while two are in flight wait for the first's answer: on
-	// a slow link, most of a round trip more (chaos slow-network at +250
-	// ms each way: 53% of the baseline with 2, 62% and 70% with 16; the
-	// standard run is unchanged).
-	rpcsInFlight = 16
 	// logCacheEntries is how many recent log entries stay in memory, so
 	// that replicating them to followers does not read the log store. A
 	// write entry holds a whole batch's writes for the shard, and every

@@ -3,7 +3,7 @@
 // table that makes retried batches apply once.
 //
 // The server opens a Set at start, hands it the Raft connections that
-// arrive on its port (Accept; they open with Preamble), and serves each
+// arrive on its port (Accept; they open with transport.Preamble), and serves each
 // batch on the shard's Group:
 //
 //	set, err := replica.Open(replica.Config{Layout: l, Self: addr, DataDir: dir})
@@ -27,10 +27,12 @@
 // is healthy, so leaders stay spread.
 //
 // The subpackages: raftstore keeps each replica's Raft log, vote and
-// snapshots; fsm is a shard's state machine; leadership runs the
-// watchers, the vote guard and the read lease; diskspace watches the data
-// dir's free space; commitgate groups a leader's entries. This package
-// wires them together around each shard's Raft node (group.go), and
-// manages the replicas a server hosts and the shard map (set.go,
-// meta.go).
+// snapshots; fsm is a shard's state machine; transport carries its Raft
+// traffic over the server's port; leadership runs the watchers, the vote
+// guard and the read lease; diskspace watches the data dir's free space;
+// commitgate groups a leader's entries; selfcheck compares a server's
+// replicas with their peers at start; mapfile keeps the shard map in the
+// data dir. This package wires them together around each shard's Raft
+// node (group.go), and manages the replicas a server hosts and the shard
+// map (set.go, meta.go).
 package replica

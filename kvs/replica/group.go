@@ -15,6 +15,7 @@ import (
 	"github.com/batchkv/batchkv/kvs/replica/fsm"
 	"github.com/batchkv/batchkv/kvs/replica/leadership"
 	"github.com/batchkv/batchkv/kvs/replica/raftstore"
+	"github.com/batchkv/batchkv/kvs/replica/transport"
 	"github.com/batchkv/batchkv/kvs/store"
 	"github.com/batchkv/batchkv/wire"
 )
@@ -31,7 +32,7 @@ type Group struct {
 	place     atomic.Pointer[[]string]
 	raft      *raft.Raft
 	fsm       *fsm.Machine
-	stream    *stream
+	stream    *transport.Stream
 	transport *leadership.Guard
 	heartbeat time.Duration // the heartbeat timeout
 	logs      raftstore.Store
@@ -71,7 +72,7 @@ type groupConfig struct {
 	noSync    bool
 	logFormat raftstore.LogFormat
 	timing    Timing
-	dial      DialFunc
+	dial      transport.DialFunc
 	peerStat  StatusFunc
 	newStore  func() store.Store
 	sessionTT time.Duration
@@ -103,7 +104,7 @@ func openGroup(gc groupConfig) (g *Group, err error) {
 		gc.join = true // it must never bootstrap a configuration of its own
 		g.rebuilding.Store(true)
 	}
-	hlog := newRaftLogger(g.log)
+	hlog := transport.NewRaftLogger(g.log)
 	logs, snaps, err := raftstore.Open(raftstore.Config{Shard: gc.shard, Dir: gc.dir, Format: gc.logFormat,
 		NoSync: gc.noSync, Disk: gc.disk, OnCorrupt: gc.damaged, Logger: gc.log, RaftLogger: hlog})
 	var dmg *raftstore.DamagedError
@@ -123,12 +124,10 @@ func openGroup(gc groupConfig) (g *Group, err error) {
 	if err != nil {
 		return nil, err
 	}
-	g.stream = newStream(gc.shard, gc.self, gc.dial)
-	g.transport = leadership.NewGuard(raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream: g.stream, MaxPool: transportPool, MaxRPCsInFlight: rpcsInFlight, Timeout: transportTimeout, Logger: hlog,
-	}))
+	g.stream = transport.NewStream(gc.shard, gc.self, gc.dial)
+	g.transport = leadership.NewGuard(transport.NewNetwork(g.stream, hlog))
 	g.node, err = leadership.New(leadership.Config{Shard: gc.shard, Self: gc.self, Guard: g.transport, Votes: g.logs,
-		Placement: g.Placement, HeardFrom: g.stream.heardFrom, Dial: gc.dial, PeerStatus: gc.peerStat,
+		Placement: g.Placement, HeardFrom: g.stream.HeardFrom, Dial: gc.dial, PeerStatus: gc.peerStat,
 		Heartbeat: gc.timing.HeartbeatTimeout, Timing: gc.timing.Failover, Lease: g.lease, Disk: gc.disk,
 		Rebuilding: g.rebuilding.Load, Logger: g.log})
 	if err != nil {
@@ -356,8 +355,8 @@ func (g *Group) Status(withDigest bool) wire.ShardStatus {
 	if withDigest {
 		st.Digest = g.fsm.Digest()
 	}
-	stats := g.raft.Stats()
-	st.Snapshot, st.LastLogTerm = statUint(stats, "last_snapshot_index"), statUint(stats, "last_log_term")
+	log, snap := g.node.LogPositions()
+	st.Snapshot, st.LastLogTerm = snap.Index, log.Term
 	return st
 }
 
@@ -395,12 +394,4 @@ func (g *Group) ReadLease() bool {
 	}
 	term := g.raft.CurrentTerm()
 	return g.raft.State() == raft.Leader && g.readyTerm.Load() == term && g.lease.Valid(term)
-}
-
-// statUint returns the number raft.Stats gives under key; 0 when it gives
-// none.
-func statUint(stats map[string]string, key string) uint64 {
-	var n uint64
-	_, _ = fmt.Sscan(stats[key], &n)
-	return n
 }

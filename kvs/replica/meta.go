@@ -4,13 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/hashicorp/raft"
 
+	"github.com/batchkv/batchkv/kvs/replica/mapfile"
 	"github.com/batchkv/batchkv/kvs/replica/raftstore"
 	"github.com/batchkv/batchkv/shard"
 	"github.com/batchkv/batchkv/wire"
@@ -127,7 +126,7 @@ func (s *Set) Adopt(m *shard.Map) error {
 	if err := s.compatible(m); err != nil {
 		return err
 	}
-	if err := saveMap(s.cfg.DataDir, m); err != nil {
+	if err := mapfile.Save(s.cfg.DataDir, m); err != nil {
 		return err
 	}
 	s.m.Store(m)
@@ -193,64 +192,6 @@ func (s *Set) CloseReplica(sh int) error {
 		return err
 	}
 	return errors.Join(err, raftstore.RemoveDirDurably(g.dir))
-}
-
-// LoadMap reads the map a server saved in its data dir dir, or returns
-// nil if there is none (or no data dir: dir is empty).
-func LoadMap(dir string) (*shard.Map, error) {
-	if dir == "" {
-		return nil, nil
-	}
-	raw, err := os.ReadFile(filepath.Join(dir, mapFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("replica: saved map: %w", err)
-	}
-	var l wire.Layout
-	if err := json.Unmarshal(raw, &l); err != nil {
-		return nil, fmt.Errorf("replica: saved map %s: %w", filepath.Join(dir, mapFile), err)
-	}
-	return shard.FromWire(l)
-}
-
-// saveMap writes m to dir durably: to a temporary file, synced, then
-// renamed over the old one, then dir synced. Without a data dir (dir is empty) it keeps
-// nothing.
-func saveMap(dir string, m *shard.Map) error {
-	if dir == "" {
-		return nil
-	}
-	if err := raftstore.MkdirAllDurable(dir, raftstore.DataDirMode); err != nil {
-		return fmt.Errorf("replica: data dir: %w", err)
-	}
-	raw, err := json.MarshalIndent(m.Wire(), "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp := filepath.Join(dir, mapFile+".tmp")
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("replica: saving the map: %w", err)
-	}
-	_, err = f.Write(raw)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, mapFile))
-	}
-	if err == nil {
-		err = raftstore.SyncDir(dir) // the rename itself survives a power cut
-	}
-	if err != nil {
-		return fmt.Errorf("replica: saving the map: %w", err)
-	}
-	return nil
 }
 
 // seedFor bounds how long a reborn server waits to lead the meta group it

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/batchkv/batchkv/kvs/replica/raftstore"
+	"github.com/batchkv/batchkv/kvs/replica/transport"
 )
 
 // A replica that finds its data damaged (raftstore.Open's checks when it opens,
@@ -96,7 +97,7 @@ func (s *Set) openOrRebuild(gc groupConfig) (*Group, error) {
 	}
 	s.cfg.Logger.Error("replica data damaged: not serving it; wiping it and rebuilding it from its peers",
 		"shard", gc.shard, "err", dmg.err, "term_and_vote_kept", dmg.kept.Known, "damaged_log_last", dmg.kept.Last)
-	if err := raftstore.WipeForRebuild(gc.dir, gc.logFormat, dmg.kept, newRaftLogger(s.cfg.Logger)); err != nil {
+	if err := raftstore.WipeForRebuild(gc.dir, gc.logFormat, dmg.kept, transport.NewRaftLogger(s.cfg.Logger)); err != nil {
 		return nil, fmt.Errorf("replica: shard %d: wiping the damaged replica: %w", gc.shard, err)
 	}
 	gc.join = true
@@ -133,7 +134,7 @@ func (s *Set) damaged(sh int, g *Group, found error) {
 		}
 		return
 	}
-	if err := raftstore.WipeForRebuild(g.dir, s.cfg.LogFormat, kept, newRaftLogger(s.cfg.Logger)); err != nil {
+	if err := raftstore.WipeForRebuild(g.dir, s.cfg.LogFormat, kept, transport.NewRaftLogger(s.cfg.Logger)); err != nil {
 		s.cfg.Logger.Error("wiping the damaged replica failed; the shard stays closed here", "shard", sh, "err", err)
 		return
 	}

@@ -10,8 +10,11 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/batchkv/batchkv/internal/bugswitch"
 	"github.com/batchkv/batchkv/kvs/replica/diskspace"
+	"github.com/batchkv/batchkv/kvs/replica/mapfile"
 	"github.com/batchkv/batchkv/kvs/replica/raftstore"
+	"github.com/batchkv/batchkv/kvs/replica/selfcheck"
 	"github.com/batchkv/batchkv/shard"
 	"github.com/batchkv/batchkv/wire"
 )
@@ -39,10 +42,6 @@ type Set struct {
 	disk *diskspace.Watch
 }
 
-// mapFile is the file in the data dir that keeps the last map a server
-// adopted, so that it restarts with the current placement.
-const mapFile = "map.json"
-
 // Open opens (creating or recovering from DataDir) a replica of every
 // shard that the map places on cfg.Self, and of the meta group if it is
 // one of its replicas, and starts their Raft nodes. The map is the one
@@ -61,7 +60,7 @@ func Open(cfg Config) (*Set, error) {
 	if m.Epoch == 1 || cfg.Reborn {
 		s.initial = m
 	}
-	if saved, err := LoadMap(cfg.DataDir); err != nil {
+	if saved, err := mapfile.Load(cfg.DataDir); err != nil {
 		return nil, err
 	} else if saved != nil && saved.Epoch > m.Epoch {
 		m = saved
@@ -72,7 +71,7 @@ func Open(cfg Config) (*Set, error) {
 	if !slices.Contains(m.Servers, cfg.Self) && cfg.Map == nil {
 		return nil, fmt.Errorf("replica: %q is not among the members %v", cfg.Self, m.Servers)
 	}
-	if err := saveMap(cfg.DataDir, m); err != nil {
+	if err := mapfile.Save(cfg.DataDir, m); err != nil {
 		return nil, err
 	}
 	s.m.Store(m)
@@ -125,6 +124,27 @@ func Open(cfg Config) (*Set, error) {
 	}
 	s.checkAgainstPeers()
 	return s, nil
+}
+
+// checkAgainstPeers runs the start-up check (package selfcheck) of every
+// data shard replica this server opened, in the background; a replica
+// that differs from its peers is rebuilt.
+func (s *Set) checkAgainstPeers() {
+	if s.cfg.PeerStatus == nil || bugswitch.NoStartupCheck.Load() {
+		return
+	}
+	cfg := selfcheck.Config{Self: s.cfg.Self, PeerStatus: s.cfg.PeerStatus, Logger: s.cfg.Logger}
+	for sh := range s.layout.Shards() {
+		if g := s.Group(sh); g != nil && !g.Rebuilding() && len(g.Placement()) >= 3 {
+			r := selfcheck.Replica{Shard: sh, Dir: g.dir, Placement: g.Placement, Applied: g.raft.AppliedIndex,
+				Content: func() (uint64, int) { return g.fsm.Digest(), g.fsm.Store().Len() }, Stop: g.stop}
+			go func() {
+				if verdict := selfcheck.Run(cfg, r); verdict != nil {
+					s.damaged(sh, g, verdict)
+				}
+			}()
+		}
+	}
 }
 
 // onDisk returns the data shards whose replica data is in the data dir
@@ -249,9 +269,9 @@ func (s *Set) Replicas(sh int) []string {
 	return slices.Compact(out)
 }
 
-// Accept hands an inbound Raft connection for shard sh, whose Preamble
-// and shard number have been read, to that shard's transport. On error
-// the caller still owns c.
+// Accept hands an inbound Raft connection for shard sh, whose
+// transport.Preamble and shard number have been read, to that shard's
+// transport. On error the caller still owns c.
 func (s *Set) Accept(c net.Conn, sh int) error {
 	g := s.GroupOf(sh)
 	if g == nil {

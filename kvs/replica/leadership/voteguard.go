@@ -178,13 +178,21 @@ func (n *Node) voter() bool {
 // or, when its log has been compacted past it, its last snapshot: the
 // position Raft compares in its votes.
 func (n *Node) lastEntry() failover.LogPosition {
-	s := n.raft.Stats()
-	log := failover.LogPosition{Term: statUint(s, "last_log_term"), Index: statUint(s, "last_log_index")}
-	snap := failover.LogPosition{Term: statUint(s, "last_snapshot_term"), Index: statUint(s, "last_snapshot_index")}
+	log, snap := n.LogPositions()
 	if log.Index >= snap.Index {
 		return log
 	}
 	return snap
+}
+
+// LogPositions returns the positions of the last entry in this replica's
+// log and of its last snapshot, as Raft reports them (zero where there is
+// none). It may be called once Start has been.
+func (n *Node) LogPositions() (log, snap failover.LogPosition) {
+	s := n.raft.Stats()
+	log = failover.LogPosition{Term: statUint(s, "last_log_term"), Index: statUint(s, "last_log_index")}
+	snap = failover.LogPosition{Term: statUint(s, "last_snapshot_term"), Index: statUint(s, "last_snapshot_index")}
+	return log, snap
 }
 
 // statUint returns the number raft.Stats gives under key; 0 when it gives

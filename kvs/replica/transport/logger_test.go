@@ -1,4 +1,4 @@
-package replica
+package transport
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 // the server's logger at their level, and its info lines are dropped.
 func TestRaftLoggerGoesThroughSlog(t *testing.T) {
 	var buf bytes.Buffer
-	l := newRaftLogger(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	l := NewRaftLogger(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	l.Info("chatty")
 	l.Warn("heartbeat failed", "peer", "b")
 	l.Error("disk full")
@@ -27,7 +27,7 @@ func TestRaftLoggerGoesThroughSlog(t *testing.T) {
 // error about a connection the peer broke stays an error.
 func TestRaftLoggerQuietsConnectionsClosedHere(t *testing.T) {
 	var buf bytes.Buffer
-	l := newRaftLogger(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	l := NewRaftLogger(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	l.Error("failed to decode incoming command", "error", "read tcp 127.0.0.1:1->127.0.0.1:2: use of closed network connection")
 	l.Error("failed to decode incoming command", "error", "read tcp 127.0.0.1:1->127.0.0.1:2: connection reset by peer")
 	out := buf.String()

@@ -1,4 +1,4 @@
-package replica
+package transport
 
 import (
 	"bytes"
@@ -9,10 +9,11 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
-// newRaftLogger returns the hclog.Logger that hashicorp/raft logs through:
+// NewRaftLogger returns the hclog.Logger that hashicorp/raft (its node,
+// its log stores and this package's network transport) logs through:
 // warnings and errors only, so that benchmarks are not flooded, each line
 // passed to the server's own logger rather than straight to stderr.
-func newRaftLogger(log *slog.Logger) hclog.Logger {
+func NewRaftLogger(log *slog.Logger) hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: &slogWriter{log: log},
 		DisableTime: true})
 }

@@ -1,4 +1,4 @@
-package replica
+package transport
 
 import (
 	"encoding/binary"
@@ -17,7 +17,8 @@ import (
 // Preamble opens a connection that carries one shard's Raft traffic. It
 // is followed by the shard number (u32, little endian). Raft shares the
 // server's port with the client protocols; the server tells them apart by
-// the first bytes and hands Raft connections to Set.Accept.
+// the first bytes, reads the shard number (ReadShard), and hands the
+// connection to that shard's Stream (replica.Set.Accept does).
 const Preamble = "BKVRAFT1"
 
 // DialFunc opens a TCP connection to addr within timeout.
@@ -30,10 +31,11 @@ type raftAddr string
 func (a raftAddr) Network() string { return "tcp" }
 func (a raftAddr) String() string  { return string(a) }
 
-// stream is the raft.StreamLayer of one shard: it dials peers with the
+// Stream is the raft.StreamLayer of one shard: it dials peers with the
 // preamble and shard number, and accepts the connections that the
-// server's accept loop hands it.
-type stream struct {
+// server's accept loop hands it (Offer). Its methods are safe for
+// concurrent use.
+type Stream struct {
 	*handoff.Listener
 	shard uint32
 	dial  DialFunc
@@ -58,9 +60,9 @@ func (c heardConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// heardFrom returns when a connection to peer addr last read a byte; ok
+// HeardFrom returns when a connection to peer addr last read a byte; ok
 // false if none ever has.
-func (s *stream) heardFrom(addr string) (at time.Time, ok bool) {
+func (s *Stream) HeardFrom(addr string) (at time.Time, ok bool) {
 	v, found := s.heard.Load(addr)
 	if !found {
 		return time.Time{}, false
@@ -69,12 +71,14 @@ func (s *stream) heardFrom(addr string) (at time.Time, ok bool) {
 	return time.Unix(0, ns), ns > 0
 }
 
-func newStream(shard int, self string, dial DialFunc) *stream {
-	return &stream{Listener: handoff.New(raftAddr(self)), shard: uint32(shard), dial: dial}
+// NewStream returns the stream of shard, on the server whose advertised
+// address (its Raft server ID) is self; it dials peers with dial.
+func NewStream(shard int, self string, dial DialFunc) *Stream {
+	return &Stream{Listener: handoff.New(raftAddr(self)), shard: uint32(shard), dial: dial}
 }
 
 // Dial implements raft.StreamLayer.
-func (s *stream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+func (s *Stream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	c, err := s.dial(string(addr), timeout)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package replica
+package mapfile
 
 import (
 	"os"
@@ -34,12 +34,12 @@ func TestPowerCutKeepsSavedMap(t *testing.T) {
 		save  func(dir string) error
 		keeps bool
 	}{
-		{"saveMap", func(dir string) error { return saveMap(dir, m) }, true},
+		{"Save", func(dir string) error { return Save(dir, m) }, true},
 		{"planted: rename without syncing the directory", func(dir string) error {
 			if err := raftstore.MkdirAllDurable(dir, raftstore.DataDirMode); err != nil {
 				return err
 			}
-			f, err := os.Create(filepath.Join(dir, mapFile+".tmp"))
+			f, err := os.Create(filepath.Join(dir, Name+".tmp"))
 			if err != nil {
 				return err
 			}
@@ -49,7 +49,7 @@ func TestPowerCutKeepsSavedMap(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			return os.Rename(filepath.Join(dir, mapFile+".tmp"), filepath.Join(dir, mapFile))
+			return os.Rename(filepath.Join(dir, Name+".tmp"), filepath.Join(dir, Name))
 		}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -57,7 +57,7 @@ func TestPowerCutKeepsSavedMap(t *testing.T) {
 			dir := filepath.Join(fs.Dir(), "data")
 			require.NoError(t, c.save(dir))
 			cutPower(t, fs)
-			got, err := LoadMap(dir)
+			got, err := Load(dir)
 			require.NoError(t, err)
 			if c.keeps {
 				require.NotNil(t, got, "the saved map is gone after a power cut")

@@ -1,0 +1,36 @@
+package selfcheck
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/batchkv/batchkv/wire"
+)
+
+// Config is what the check needs of the server. Every field is required.
+type Config struct {
+	// Self is this server's address, skipped among a replica's peers.
+	Self string
+	// PeerStatus asks a peer for its status within a timeout (with
+	// content digests when the request asks for them).
+	PeerStatus func(addr string, req wire.StatusRequest, timeout time.Duration) (wire.StatusReply, error)
+	// Logger receives the check's outcome when it compared the replica.
+	Logger *slog.Logger
+}
+
+// Replica is the replica a check compares with its peers.
+type Replica struct {
+	// Shard is the replica's shard, as the peers' status names it.
+	Shard int
+	// Dir is the replica's data dir, named in the damage reported.
+	Dir string
+	// Placement returns the shard's replicas (this server among them).
+	Placement func() []string
+	// Applied returns the index of the last entry the replica applied.
+	Applied func() uint64
+	// Content returns the digest of the replica's store and its number
+	// of keys, as a peer's status reports them.
+	Content func() (digest uint64, keys int)
+	// Stop closes when the replica closes; the check then ends.
+	Stop <-chan struct{}
+}
