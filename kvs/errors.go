@@ -22,7 +22,4 @@ var (
 	errMembershipRefused = errors.New("kvs: " + wire.MembershipRefused)
 	// errDigestRefused: the caller may not ask for content digests now.
 	errDigestRefused = errors.New("kvs: content digests are for node certificates, or at most once per Limits.DigestEvery without TLS")
-	// errGobTooLarge: a gob message of the HTTP net/rpc path announced
-	// more bytes than Limits.MaxGobMessage.
-	errGobTooLarge = errors.New("kvs: gob message over the limit")
 )
