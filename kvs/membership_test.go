@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batchkv/batchkv/client"
+	"github.com/batchkv/batchkv/internal/clustertest"
 	"github.com/batchkv/batchkv/internal/linz"
 	"github.com/batchkv/batchkv/kvs"
 	"github.com/batchkv/batchkv/membership"
@@ -22,15 +23,15 @@ import (
 
 // membershipCluster is 4 servers, RF=3 and 6 shards, of which the first
 // 3 start as members and the 4th joins as a spare.
-func membershipCluster(t *testing.T, opts ...func(*replCluster)) *replCluster {
+func membershipCluster(t *testing.T, opts ...clustertest.Option) *replCluster {
 	return membershipClusterRF(t, 3, opts...)
 }
 
 // membershipClusterRF is membershipCluster at replication factor rf.
-func membershipClusterRF(t *testing.T, rf int, opts ...func(*replCluster)) *replCluster {
-	c := newReplCluster(t, 4, rf, 6, append([]func(*replCluster){func(c *replCluster) { c.initial = 3 }}, opts...)...)
+func membershipClusterRF(t *testing.T, rf int, opts ...clustertest.Option) *replCluster {
+	c := newReplCluster(t, 4, rf, 6, append([]clustertest.Option{clustertest.WithInitial(3)}, opts...)...)
 	for sh := range 6 {
-		c.waitLeader(sh, -1)
+		c.WaitLeader(sh, -1)
 	}
 	return c
 }
@@ -38,11 +39,7 @@ func membershipClusterRF(t *testing.T, rf int, opts ...func(*replCluster)) *repl
 // driver returns a membership.Cluster on c that logs its steps, and
 // calls onStep (if set) with each.
 func (c *replCluster) driver(t *testing.T, onStep func(line string)) *membership.Cluster {
-	admin := c.admin()
-	if c.adminID != nil {
-		admin = client.Admin{TLS: c.adminID.ClientConfig()}
-	}
-	drv := &membership.Cluster{Admin: admin, Seeds: c.addrs[:3], CatchUp: 5 * time.Second, RPCTimeout: 3 * time.Second,
+	drv := &membership.Cluster{Admin: c.MembershipAdmin(), Seeds: c.Addrs()[:3], CatchUp: 5 * time.Second, RPCTimeout: 3 * time.Second,
 		Progress: func(line string) {
 			t.Log(line)
 			if onStep != nil {
@@ -61,7 +58,7 @@ func checkedLoad(t *testing.T, c *replCluster) (stop func() []porcupine.Operatio
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	answered = &atomic.Int64{}
-	cl := c.client(t, func(cfg *client.Config) { cfg.AttemptTimeout = time.Second })
+	cl := c.Client(t, func(cfg *client.Config) { cfg.AttemptTimeout = time.Second })
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	go func() {
@@ -80,7 +77,7 @@ func checkedLoad(t *testing.T, c *replCluster) (stop func() []porcupine.Operatio
 // applied the same log and holds the same pairs.
 func requireConverged(t *testing.T, c *replCluster, m *shard.Map) {
 	t.Helper()
-	admin := c.admin()
+	admin := c.Admin()
 	why := ""
 	converged := func() bool {
 		digests := map[int]map[uint64]bool{}
@@ -144,21 +141,25 @@ func TestMembershipLinearizable(t *testing.T) {
 	}{{"RF=3", 3, false}, {"RF=1 in memory", 1, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			rf := tc.rf
-			c := membershipClusterRF(t, rf, func(c *replCluster) { c.inMemory = tc.inMemory })
-			bulk := c.client(t)
+			var opts []clustertest.Option
+			if tc.inMemory {
+				opts = append(opts, clustertest.WithInMemory())
+			}
+			c := membershipClusterRF(t, rf, opts...)
+			bulk := c.Client(t)
 			putAll(t, bulk, "bulk", 3000, valueOf("m"))
 			stop, answered := checkedLoad(t, c)
 			time.Sleep(500 * time.Millisecond)
 			drv := c.driver(t, nil)
-			c.start(3)
-			sum, err := drv.AddServer(c.addrs[3])
+			c.Start(3)
+			sum, err := drv.AddServer(c.Addrs()[3])
 			require.NoError(t, err)
 			require.NotEmpty(t, sum.Moves, "the new server took no replica")
 			before := answered.Load()
 			time.Sleep(500 * time.Millisecond)
-			_, err = drv.RemoveServer(c.addrs[0])
+			_, err = drv.RemoveServer(c.Addrs()[0])
 			require.NoError(t, err)
-			c.stop(0)
+			c.Stop(0)
 			time.Sleep(500 * time.Millisecond)
 			ops := stop()
 			t.Logf("%d ops answered (%d before the removal)", answered.Load(), before)
@@ -167,14 +168,14 @@ func TestMembershipLinearizable(t *testing.T) {
 
 			m, err := drv.Map()
 			require.NoError(t, err)
-			require.NotContains(t, m.Servers, c.addrs[0])
-			require.Contains(t, m.Servers, c.addrs[3])
+			require.NotContains(t, m.Servers, c.Addrs()[0])
+			require.Contains(t, m.Servers, c.Addrs()[3])
 			for sh, reps := range m.Placement {
 				require.Len(t, reps, rf, "shard %d", sh)
-				require.NotContains(t, reps, c.addrs[0], "shard %d", sh)
+				require.NotContains(t, reps, c.Addrs()[0], "shard %d", sh)
 			}
-			require.NotContains(t, m.Meta, c.addrs[0])
-			checkAll(t, c.client(t, func(cfg *client.Config) { cfg.Servers = c.addrs[1:] }), "bulk", 3000, valueOf("m"))
+			require.NotContains(t, m.Meta, c.Addrs()[0])
+			checkAll(t, c.Client(t, func(cfg *client.Config) { cfg.Servers = c.Addrs()[1:] }), "bulk", 3000, valueOf("m"))
 			requireConverged(t, c, m)
 		})
 	}
@@ -191,28 +192,28 @@ func TestReplaceDeadServer(t *testing.T) {
 		t.Skip("moves shards under load")
 	}
 	c := membershipCluster(t)
-	putAll(t, c.client(t), "bulk", 2000, valueOf("d"))
+	putAll(t, c.Client(t), "bulk", 2000, valueOf("d"))
 	stop, _ := checkedLoad(t, c)
 	drv := c.driver(t, nil)
-	c.stop(1) // for good
-	_, err := drv.RemoveServer(c.addrs[1])
+	c.Stop(1) // for good
+	_, err := drv.RemoveServer(c.Addrs()[1])
 	require.ErrorContains(t, err, "would leave 2 servers for 3 replicas", "with RF members, the new server comes first")
-	c.start(3)
-	_, err = drv.AddServer(c.addrs[3])
+	c.Start(3)
+	_, err = drv.AddServer(c.Addrs()[3])
 	require.NoError(t, err)
-	_, err = drv.RemoveServer(c.addrs[1])
+	_, err = drv.RemoveServer(c.Addrs()[1])
 	require.NoError(t, err)
 	ops := stop()
 	require.Equal(t, porcupine.Ok, check(t, ops))
 	final, err := drv.Map()
 	require.NoError(t, err)
-	require.ElementsMatch(t, []string{c.addrs[0], c.addrs[2], c.addrs[3]}, final.Servers)
+	require.ElementsMatch(t, []string{c.Addrs()[0], c.Addrs()[2], c.Addrs()[3]}, final.Servers)
 	for sh, reps := range final.Placement {
 		require.Len(t, reps, 3, "shard %d", sh)
-		require.NotContains(t, reps, c.addrs[1], "shard %d", sh)
+		require.NotContains(t, reps, c.Addrs()[1], "shard %d", sh)
 	}
-	require.NotContains(t, final.Meta, c.addrs[1])
-	checkAll(t, c.client(t, func(cfg *client.Config) { cfg.Servers = []string{c.addrs[0]} }), "bulk", 2000, valueOf("d"))
+	require.NotContains(t, final.Meta, c.Addrs()[1])
+	checkAll(t, c.Client(t, func(cfg *client.Config) { cfg.Servers = []string{c.Addrs()[0]} }), "bulk", 2000, valueOf("d"))
 	requireConverged(t, c, final)
 }
 
@@ -226,54 +227,54 @@ func TestMoveKilledMidway(t *testing.T) {
 		t.Skip("moves shards under load")
 	}
 	c := membershipCluster(t)
-	bulk := c.client(t)
+	bulk := c.Client(t)
 	putAll(t, bulk, "bulk", 2000, valueOf("k"))
 	stop, _ := checkedLoad(t, c)
-	c.start(3)
+	c.Start(3)
 	drv := c.driver(t, nil)
 	// Membership first: no replica moves yet.
 	m, err := drv.Map()
 	require.NoError(t, err)
-	require.NoError(t, drv.AddMember(c.addrs[3]))
+	require.NoError(t, drv.AddMember(c.Addrs()[3]))
 
 	// The destination dies after it was added as a learner.
 	const sh = 0
 	from := m.Placement[sh][1]
 	killer := c.driver(t, func(line string) {
 		if strings.Contains(line, "added as a learner") {
-			c.stop(3)
+			c.Stop(3)
 		}
 	})
-	_, _, err = killer.Move(sh, from, c.addrs[3])
+	_, _, err = killer.Move(sh, from, c.Addrs()[3])
 	require.Error(t, err, "a move whose destination died must fail")
 	after, err := drv.Map()
 	require.NoError(t, err)
 	require.Equal(t, m.Placement[sh], after.Placement[sh], "a rolled-back move changed the map")
 
 	// The source, leading the shard, dies once the destination votes.
-	c.start(3)
-	lead := c.waitLeader(sh, -1)
+	c.Start(3)
+	lead := c.WaitLeader(sh, -1)
 	killer = c.driver(t, func(line string) {
 		if strings.Contains(line, "is a voter") {
-			c.stop(lead)
+			c.Stop(lead)
 		}
 	})
-	next, mv, err := killer.Move(sh, c.addrs[lead], c.addrs[3])
+	next, mv, err := killer.Move(sh, c.Addrs()[lead], c.Addrs()[3])
 	require.NoError(t, err, "a move whose source died after the copy must complete")
 	t.Logf("moved shard %d in %v", sh, mv.Took)
-	require.Contains(t, next.Placement[sh], c.addrs[3])
-	require.NotContains(t, next.Placement[sh], c.addrs[lead])
+	require.Contains(t, next.Placement[sh], c.Addrs()[3])
+	require.NotContains(t, next.Placement[sh], c.Addrs()[lead])
 
 	ops := stop()
 	require.Equal(t, porcupine.Ok, check(t, ops))
 	// The source comes back with its old replica, which reconcile closes.
-	c.start(lead)
+	c.Start(lead)
 	require.NoError(t, drv.Reconcile())
 	_, err = drv.Rebalance()
 	require.NoError(t, err)
 	final, err := drv.Map()
 	require.NoError(t, err)
-	checkAll(t, c.client(t), "bulk", 2000, valueOf("k"))
+	checkAll(t, c.Client(t), "bulk", 2000, valueOf("k"))
 	requireConverged(t, c, final)
 }
 
@@ -292,11 +293,11 @@ func TestMembershipCheckerCatchesEarlySwitch(t *testing.T) {
 	}
 	for _, plant := range []bool{false, true} {
 		t.Run(fmt.Sprintf("planted=%v", plant), func(t *testing.T) {
-			c := membershipCluster(t, func(c *replCluster) { c.serveByMap = plant })
+			c := membershipCluster(t, plantServeByMap(plant))
 			h := linz.NewHistory()
-			cl := c.client(t, func(cfg *client.Config) { cfg.AttemptTimeout = time.Second })
+			cl := c.Client(t, func(cfg *client.Config) { cfg.AttemptTimeout = time.Second })
 			const sh = 2
-			layout, err := shard.New(c.addrs[:3], 6, 3, 0)
+			layout, err := shard.New(c.Addrs()[:3], 6, 3, 0)
 			require.NoError(t, err)
 			var keys []string
 			for i := 0; len(keys) < 8; i++ {
@@ -314,16 +315,16 @@ func TestMembershipCheckerCatchesEarlySwitch(t *testing.T) {
 			for i, k := range keys {
 				do(cl, i, wire.Op{Code: wire.OpPut, Key: k, Value: "before"})
 			}
-			c.start(3)
-			require.NoError(t, c.links.SetLatency(3, 150*time.Millisecond))
+			c.Start(3)
+			require.NoError(t, c.Links().SetLatency(3, 150*time.Millisecond))
 			drv := c.driver(t, nil)
 			drv.PlantEarlySwitch = plant
-			require.NoError(t, drv.AddMember(c.addrs[3]))
+			require.NoError(t, drv.AddMember(c.Addrs()[3]))
 			m, err := drv.Map()
 			require.NoError(t, err)
 			moved := make(chan error, 1)
 			go func() {
-				_, _, err := drv.Move(sh, m.Placement[sh][0], c.addrs[3])
+				_, _, err := drv.Move(sh, m.Placement[sh][0], c.Addrs()[3])
 				moved <- err
 			}()
 			deadline := time.After(3 * time.Second)
@@ -335,7 +336,7 @@ func TestMembershipCheckerCatchesEarlySwitch(t *testing.T) {
 				default:
 				}
 				// A new client each round routes by the current map.
-				cfg, err := c.admin().Discover(c.addrs[1], time.Second)
+				cfg, err := c.Admin().Discover(c.Addrs()[1], time.Second)
 				require.NoError(t, err)
 				fresh, err := client.New(cfg)
 				require.NoError(t, err)
@@ -362,35 +363,35 @@ func TestMembershipBadInput(t *testing.T) {
 		t.Skip("needs elections")
 	}
 	c := membershipCluster(t)
-	admin := c.admin()
+	admin := c.Admin()
 	call := func(addr string, req wire.MembershipRequest) (wire.MembershipReply, error) {
 		return admin.Membership(addr, req, 5*time.Second)
 	}
-	l, err := admin.Layout(c.addrs[0], time.Second)
+	l, err := admin.Layout(c.Addrs()[0], time.Second)
 	require.NoError(t, err)
 	valid, err := shard.FromWire(l)
 	require.NoError(t, err)
 
-	_, err = call(c.addrs[0], wire.MembershipRequest{Op: wire.Members, Shard: -1})
+	_, err = call(c.Addrs()[0], wire.MembershipRequest{Op: wire.Members, Shard: -1})
 	require.ErrorContains(t, err, "shard -1")
-	_, err = call(c.addrs[0], wire.MembershipRequest{Op: wire.Members, Shard: 99})
+	_, err = call(c.Addrs()[0], wire.MembershipRequest{Op: wire.Members, Shard: 99})
 	require.ErrorContains(t, err, "shard 99")
-	_, err = call(c.addrs[0], wire.MembershipRequest{Op: 99, Shard: 0})
+	_, err = call(c.Addrs()[0], wire.MembershipRequest{Op: 99, Shard: 0})
 	require.ErrorContains(t, err, "unknown membership op")
 
 	broken := valid.Wire()
 	broken.Epoch++
 	broken.Placement[2] = nil // a shard with no replica
-	_, err = call(c.addrs[0], wire.MembershipRequest{Op: wire.PublishMap, Map: broken})
+	_, err = call(c.Addrs()[0], wire.MembershipRequest{Op: wire.PublishMap, Map: broken})
 	require.ErrorContains(t, err, "shard 2 has 0 replicas")
-	for _, leader := range c.addrs[:3] {
+	for _, leader := range c.Addrs()[:3] {
 		_, err = call(leader, wire.MembershipRequest{Op: wire.CommitMap, Shard: wire.MetaShard(6), Expect: valid.Epoch, Map: broken})
 		require.ErrorContains(t, err, "shard 2 has 0 replicas")
 	}
 	stale := valid.Clone()
 	stale.Epoch = valid.Epoch + 5
 	var committed bool
-	for _, addr := range c.addrs[:3] {
+	for _, addr := range c.Addrs()[:3] {
 		rep, err := call(addr, wire.MembershipRequest{Op: wire.CommitMap, Shard: wire.MetaShard(6), Expect: valid.Epoch + 3, Map: stale.Wire()})
 		require.NoError(t, err)
 		if !rep.NotLeader {
@@ -400,10 +401,10 @@ func TestMembershipBadInput(t *testing.T) {
 	}
 	require.True(t, committed, "no meta replica answered as leader")
 
-	_, err = call(c.addrs[0], wire.MembershipRequest{Op: wire.CloseReplica, Shard: 0})
+	_, err = call(c.Addrs()[0], wire.MembershipRequest{Op: wire.CloseReplica, Shard: 0})
 	require.ErrorContains(t, err, "still places shard 0 here")
 	followers := 0
-	for _, addr := range c.addrs[:3] {
+	for _, addr := range c.Addrs()[:3] {
 		rep, err := call(addr, wire.MembershipRequest{Op: wire.AddLearner, Shard: 0, Addr: "127.0.0.1:1"})
 		require.NoError(t, err)
 		if rep.NotLeader {
@@ -416,16 +417,16 @@ func TestMembershipBadInput(t *testing.T) {
 	}
 	require.Equal(t, 2, followers, "only the leader may change a group")
 
-	for _, addr := range c.addrs[:3] {
+	for _, addr := range c.Addrs()[:3] {
 		l, err := admin.Layout(addr, time.Second)
 		require.NoError(t, err)
 		require.Equal(t, valid.Epoch, l.Epoch, "%s changed its map", addr)
-		st, err := c.status(slices.Index(c.addrs, addr))
+		st, err := c.Status(slices.Index(c.Addrs(), addr))
 		require.NoError(t, err)
 		require.Len(t, st.Shards, 6, "%s lost a replica", addr)
 	}
-	putAll(t, c.client(t), "after", 100, valueOf("b"))
-	checkAll(t, c.client(t), "after", 100, valueOf("b"))
+	putAll(t, c.Client(t), "after", 100, valueOf("b"))
+	checkAll(t, c.Client(t), "after", 100, valueOf("b"))
 
 	// Replicas in memory only at RF=1: a restarted voter that forgot its
 	// log and vote could help elect two leaders in one term.
@@ -433,7 +434,7 @@ func TestMembershipBadInput(t *testing.T) {
 		cfg  kvs.Config
 		want string
 	}{
-		{kvs.Config{Self: "127.0.0.1:1", Join: c.addrs[0], InMemory: true}, "3 replicas per shard need a data dir"},
+		{kvs.Config{Self: "127.0.0.1:1", Join: c.Addrs()[0], InMemory: true}, "3 replicas per shard need a data dir"},
 		{kvs.Config{Self: "127.0.0.1:1", Peers: []string{"127.0.0.1:1"}, Replicas: 3, InMemory: true}, "InMemory with 3 replicas"},
 		{kvs.Config{Self: "127.0.0.1:1", Peers: []string{"127.0.0.1:1"}, InMemory: true, DataDir: t.TempDir()}, "InMemory and a DataDir"},
 	} {
@@ -458,22 +459,22 @@ func TestInMemoryServerRestartsEmpty(t *testing.T) {
 	if testing.Short() {
 		t.Skip("restarts a server of a changed cluster")
 	}
-	c := membershipClusterRF(t, 1, func(c *replCluster) { c.inMemory = true })
+	c := membershipClusterRF(t, 1, clustertest.WithInMemory())
 	drv := c.driver(t, nil)
-	c.start(3)
-	_, err := drv.AddServer(c.addrs[3])
+	c.Start(3)
+	_, err := drv.AddServer(c.Addrs()[3])
 	require.NoError(t, err)
 	before, err := drv.Map()
 	require.NoError(t, err)
 	require.Greater(t, before.Epoch, uint64(1))
-	require.Equal(t, []string{c.addrs[0]}, before.Meta)
-	lost := before.Hosted(c.addrs[0])
+	require.Equal(t, []string{c.Addrs()[0]}, before.Meta)
+	lost := before.Hosted(c.Addrs()[0])
 	require.NotEmpty(t, lost, "server 0 kept no shard")
-	cl := c.client(t)
+	cl := c.Client(t)
 	putAll(t, cl, "old", 600, valueOf("o"))
 
-	c.stop(0)
-	c.start(0)
+	c.Stop(0)
+	c.Start(0)
 	require.NoError(t, drv.Close())
 	drv = c.driver(t, nil)
 	after, err := drv.Map()
@@ -493,24 +494,24 @@ func TestInMemoryServerRestartsEmpty(t *testing.T) {
 	})
 	require.Positive(t, gone)
 	// The spare, which joined with -join, comes back the same way.
-	c.stop(3)
-	c.start(3)
+	c.Stop(3)
+	c.Start(3)
 	putAll(t, cl, "new", 600, valueOf("n"))
 	// The meta group moves first, and the map is then read at its new
 	// leader: the reborn meta group must have written its map into its
 	// log, or that read finds the initial map (server 1 started with it).
-	moved, _, err := drv.Move(before.Shards, c.addrs[0], c.addrs[1])
+	moved, _, err := drv.Move(before.Shards, c.Addrs()[0], c.Addrs()[1])
 	require.NoError(t, err)
-	require.Equal(t, []string{c.addrs[1]}, moved.Meta)
+	require.Equal(t, []string{c.Addrs()[1]}, moved.Meta)
 	require.Equal(t, before.Epoch+1, moved.Epoch)
-	_, err = drv.RemoveServer(c.addrs[0])
+	_, err = drv.RemoveServer(c.Addrs()[0])
 	require.NoError(t, err)
-	c.stop(0)
+	c.Stop(0)
 	final, err := drv.Map()
 	require.NoError(t, err)
 	require.Greater(t, final.Epoch, before.Epoch)
-	require.Equal(t, []string{c.addrs[1], c.addrs[2], c.addrs[3]}, final.Servers)
-	checkAll(t, c.client(t, func(cfg *client.Config) { cfg.Servers = c.addrs[1:] }), "new", 600, valueOf("n"))
+	require.Equal(t, []string{c.Addrs()[1], c.Addrs()[2], c.Addrs()[3]}, final.Servers)
+	checkAll(t, c.Client(t, func(cfg *client.Config) { cfg.Servers = c.Addrs()[1:] }), "new", 600, valueOf("n"))
 }
 
 // TestInMemorySourceKilledMidMove: at RF=1 in memory, the source of a
@@ -523,26 +524,26 @@ func TestInMemorySourceKilledMidMove(t *testing.T) {
 	if testing.Short() {
 		t.Skip("moves a shard")
 	}
-	c := membershipClusterRF(t, 1, func(c *replCluster) { c.inMemory = true })
-	c.start(3)
+	c := membershipClusterRF(t, 1, clustertest.WithInMemory())
+	c.Start(3)
 	drv := c.driver(t, nil)
-	require.NoError(t, drv.AddMember(c.addrs[3]))
+	require.NoError(t, drv.AddMember(c.Addrs()[3]))
 	m, err := drv.Map()
 	require.NoError(t, err)
-	sh := slices.IndexFunc(m.Placement, func(reps []string) bool { return reps[0] == c.addrs[1] })
+	sh := slices.IndexFunc(m.Placement, func(reps []string) bool { return reps[0] == c.Addrs()[1] })
 	require.GreaterOrEqual(t, sh, 0)
-	cl := c.client(t)
+	cl := c.Client(t)
 	putAll(t, cl, "k", 1200, valueOf("k"))
 
 	killer := c.driver(t, func(line string) {
 		if strings.Contains(line, "is a voter") {
-			c.stop(1)
-			c.start(1)
+			c.Stop(1)
+			c.Start(1)
 		}
 	})
-	next, _, err := killer.Move(sh, c.addrs[1], c.addrs[3])
+	next, _, err := killer.Move(sh, c.Addrs()[1], c.Addrs()[3])
 	require.NoError(t, err, "the move did not complete after its source was reborn")
-	require.Equal(t, []string{c.addrs[3]}, next.Placement[sh])
+	require.Equal(t, []string{c.Addrs()[3]}, next.Placement[sh])
 
 	kept := 0
 	getByShard(t, cl, m, "k", 1200, func(s, i int, key string, r wire.Result) {
@@ -563,26 +564,26 @@ func TestMembershipNeedsAdminCertificate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs elections")
 	}
-	c := membershipCluster(t, withTLS)
-	c.start(3)
-	asClient := &membership.Cluster{Admin: c.admin(), Seeds: c.addrs[:3], CatchUp: 5 * time.Second, RPCTimeout: 3 * time.Second}
+	c := membershipCluster(t, clustertest.WithTLS())
+	c.Start(3)
+	asClient := &membership.Cluster{Admin: c.Admin(), Seeds: c.Addrs()[:3], CatchUp: 5 * time.Second, RPCTimeout: 3 * time.Second}
 	t.Cleanup(func() { _ = asClient.Close() })
 	before, err := asClient.Map()
 	require.NoError(t, err, "a client certificate may read the map")
-	_, err = asClient.AddServer(c.addrs[3])
+	_, err = asClient.AddServer(c.Addrs()[3])
 	require.ErrorContains(t, err, "membership changes are for admin and node certificates")
-	_, err = c.admin().Membership(c.addrs[0], wire.MembershipRequest{Op: wire.PublishMap, Map: before.Wire()}, 3*time.Second)
+	_, err = c.Admin().Membership(c.Addrs()[0], wire.MembershipRequest{Op: wire.PublishMap, Map: before.Wire()}, 3*time.Second)
 	require.ErrorContains(t, err, `role "client"`)
 
 	drv := c.driver(t, nil)
 	after, err := drv.Map()
 	require.NoError(t, err)
 	require.Equal(t, before.Epoch, after.Epoch, "the refused add changed the map")
-	st, err := c.status(3)
+	st, err := c.Status(3)
 	require.NoError(t, err)
 	require.Empty(t, st.Shards, "the refused add opened a replica on the new server")
 
-	sum, err := drv.AddServer(c.addrs[3])
+	sum, err := drv.AddServer(c.Addrs()[3])
 	require.NoError(t, err, "an admin certificate may change membership")
 	require.NotEmpty(t, sum.Moves)
 }
@@ -597,24 +598,24 @@ func TestReconcileClosesStrayMetaReplica(t *testing.T) {
 	}
 	c := membershipCluster(t)
 	drv := c.driver(t, nil)
-	c.start(3)
-	_, err := drv.AddServer(c.addrs[3])
+	c.Start(3)
+	_, err := drv.AddServer(c.Addrs()[3])
 	require.NoError(t, err)
 	m, err := drv.Map()
 	require.NoError(t, err)
-	i := slices.IndexFunc(c.addrs, func(a string) bool { return !slices.Contains(m.Meta, a) })
+	i := slices.IndexFunc(c.Addrs(), func(a string) bool { return !slices.Contains(m.Meta, a) })
 	require.GreaterOrEqual(t, i, 0, "every server holds the meta group")
 	meta := wire.MetaShard(m.Shards)
 	stray := wire.MembershipRequest{Op: wire.OpenReplica, Shard: meta, Peers: m.Meta}
 	admin := drv.Admin
-	_, err = admin.Membership(c.addrs[i], stray, 3*time.Second)
+	_, err = admin.Membership(c.Addrs()[i], stray, 3*time.Second)
 	require.NoError(t, err)
-	rep, err := admin.Membership(c.addrs[i], wire.MembershipRequest{Op: wire.Members, Shard: meta}, 3*time.Second)
+	rep, err := admin.Membership(c.Addrs()[i], wire.MembershipRequest{Op: wire.Members, Shard: meta}, 3*time.Second)
 	require.NoError(t, err)
 	require.NotEmpty(t, rep.State, "the stray replica did not open")
 
 	require.NoError(t, drv.Reconcile())
-	rep, err = admin.Membership(c.addrs[i], wire.MembershipRequest{Op: wire.Members, Shard: meta}, 3*time.Second)
+	rep, err = admin.Membership(c.Addrs()[i], wire.MembershipRequest{Op: wire.Members, Shard: meta}, 3*time.Second)
 	require.NoError(t, err)
 	require.Empty(t, rep.State, "Reconcile left the stray meta replica running")
 	after, err := drv.Map()
@@ -635,14 +636,14 @@ func TestLeaderAskedToLeaveHandsOver(t *testing.T) {
 		t.Skip("needs elections")
 	}
 	c := membershipCluster(t)
-	admin := c.admin()
-	old := c.leader(0)
+	admin := c.Admin()
+	old := c.Leader(0)
 	require.GreaterOrEqual(t, old, 0)
-	leave := wire.MembershipRequest{Op: wire.RemoveMember, Shard: 0, Addr: c.addrs[old]}
+	leave := wire.MembershipRequest{Op: wire.RemoveMember, Shard: 0, Addr: c.Addrs()[old]}
 	var rep wire.MembershipReply
 	var err error
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		rep, err = admin.Membership(c.addrs[old], leave, 5*time.Second)
+		rep, err = admin.Membership(c.Addrs()[old], leave, 5*time.Second)
 		if err == nil || !strings.Contains(err.Error(), "could not hand leadership over") || time.Now().After(deadline) {
 			break
 		}
@@ -652,13 +653,13 @@ func TestLeaderAskedToLeaveHandsOver(t *testing.T) {
 	require.True(t, rep.NotLeader, "the leader removed itself, or kept leading")
 	var now int
 	require.Eventually(t, func() bool {
-		now = c.leader(0)
+		now = c.Leader(0)
 		return now >= 0 && now != old
 	}, 5*time.Second, 20*time.Millisecond, "leadership did not move")
-	rep, err = admin.Membership(c.addrs[now], wire.MembershipRequest{Op: wire.Members, Shard: 0}, 5*time.Second)
+	rep, err = admin.Membership(c.Addrs()[now], wire.MembershipRequest{Op: wire.Members, Shard: 0}, 5*time.Second)
 	require.NoError(t, err)
 	require.Len(t, rep.Members, 3, "the old leader left the group before the new leader removed it")
-	rep, err = admin.Membership(c.addrs[now], leave, 5*time.Second)
+	rep, err = admin.Membership(c.Addrs()[now], leave, 5*time.Second)
 	require.NoError(t, err)
 	require.False(t, rep.NotLeader)
 	require.Len(t, rep.Members, 2)
@@ -674,7 +675,7 @@ func TestPublishedMapComesFromMetaGroup(t *testing.T) {
 		t.Skip("needs elections")
 	}
 	c := membershipCluster(t)
-	admin := c.admin()
+	admin := c.Admin()
 	drv := c.driver(t, nil)
 	real, err := drv.Map()
 	require.NoError(t, err)
@@ -682,11 +683,11 @@ func TestPublishedMapComesFromMetaGroup(t *testing.T) {
 	// CloseReplica then asks to close its replica.
 	forged := real.Clone()
 	forged.Epoch += 100
-	forged.Servers = append(forged.Servers, c.addrs[3])
-	forged.Placement[0] = []string{c.addrs[2], c.addrs[3], c.addrs[0]}
+	forged.Servers = append(forged.Servers, c.Addrs()[3])
+	forged.Placement[0] = []string{c.Addrs()[2], c.Addrs()[3], c.Addrs()[0]}
 	require.NoError(t, forged.Validate())
 	for _, op := range []wire.MembershipOp{wire.PublishMap, wire.CloseReplica} {
-		rep, err := admin.Membership(c.addrs[1], wire.MembershipRequest{Op: op, Shard: 0, Map: forged.Wire()}, 5*time.Second)
+		rep, err := admin.Membership(c.Addrs()[1], wire.MembershipRequest{Op: op, Shard: 0, Map: forged.Wire()}, 5*time.Second)
 		if op == wire.CloseReplica {
 			require.ErrorContains(t, err, "still places shard 0 here")
 			continue
@@ -694,18 +695,18 @@ func TestPublishedMapComesFromMetaGroup(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, real.Epoch, rep.Map.Epoch, "the server adopted a map the meta group never committed")
 	}
-	l, err := admin.Layout(c.addrs[1], time.Second)
+	l, err := admin.Layout(c.Addrs()[1], time.Second)
 	require.NoError(t, err)
 	require.Equal(t, real.Epoch, l.Epoch)
 	require.Equal(t, real.Placement[0], l.Placement[0])
 
-	c.start(3)
-	_, err = drv.AddServer(c.addrs[3])
+	c.Start(3)
+	_, err = drv.AddServer(c.Addrs()[3])
 	require.NoError(t, err)
 	now, err := drv.Map()
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		l, err := admin.Layout(c.addrs[1], time.Second)
+		l, err := admin.Layout(c.Addrs()[1], time.Second)
 		return err == nil && l.Epoch == now.Epoch
 	}, 5*time.Second, 50*time.Millisecond, "the server did not follow the real change")
 }
