@@ -122,7 +122,7 @@ func corruptionTrial(t *testing.T, cc corruptionCase, leaderVictim bool) corrupt
 	// hand-over is done.
 	leads := func(i int) func() bool { return func() bool { return c.Leader(0) == i } }
 	require.Eventually(t, leads(0), 15*time.Second, 50*time.Millisecond)
-	putAll(t, cl, "k", cc.keys, value)
+	clustertest.PutAll(t, cl, "k", cc.keys, value)
 	victim := 0
 	if !leaderVictim {
 		victim = 1
@@ -136,7 +136,7 @@ func corruptionTrial(t *testing.T, cc corruptionCase, leaderVictim bool) corrupt
 		written := st.Shards[0].Applied
 		require.Eventually(t, func() bool {
 			pad++
-			putAll(t, cl, fmt.Sprintf("pad%d-", pad), 1, value)
+			clustertest.PutAll(t, cl, fmt.Sprintf("pad%d-", pad), 1, value)
 			st, err := c.Status(victim)
 			return err == nil && len(st.Shards) == 1 && st.Shards[0].Snapshot >= written
 		}, 10*time.Second, 50*time.Millisecond, "no snapshot after the writes")
@@ -184,7 +184,7 @@ func corruptionTrial(t *testing.T, cc corruptionCase, leaderVictim bool) corrupt
 	close(stopReads) // its barriers keep the log moving
 	readers.Wait()
 	out.agree = replicasAgree(t, c, cc.keys+pad)
-	getAll(t, cl, "k", cc.keys, func(i int, key string, r wire.Result) {
+	clustertest.GetAll(t, cl, "k", cc.keys, func(i int, key string, r wire.Result) {
 		if r.Value == damaged {
 			served.Store(true)
 		}
@@ -281,7 +281,7 @@ func TestReplicatedDamageCheckCatchesUncheckedReads(t *testing.T) {
 func TestDamagedSingleReplicaRefusesToStart(t *testing.T) {
 	c := newReplCluster(t, 1, 1, 1)
 	value := bigValue(valueSize)
-	putAll(t, c.Client(t), "k", 300, value)
+	clustertest.PutAll(t, c.Client(t), "k", 300, value)
 	c.Stop(0)
 	segs := walSegments(t, filepath.Join(c.Dirs()[0], "shard-0"))
 	flipValue(t, segs[0], value(100))
@@ -304,7 +304,7 @@ func TestStartupCheckRebuildsADifferingReplica(t *testing.T) {
 	c := newReplCluster(t, 3, 3, 1)
 	value := bigValue(valueSize)
 	require.Eventually(t, func() bool { return c.Leader(0) == 0 }, 15*time.Second, 50*time.Millisecond)
-	putAll(t, c.Client(t), "k", 1000, value)
+	clustertest.PutAll(t, c.Client(t), "k", 1000, value)
 	c.Stop(1)
 	segs := walSegments(t, filepath.Join(c.Dirs()[1], "shard-0"))
 	flipValue(t, segs[len(segs)-1], value(300))
@@ -315,5 +315,5 @@ func TestStartupCheckRebuildsADifferingReplica(t *testing.T) {
 		40*time.Second, 100*time.Millisecond, "not rebuilt: %s", logs.String())
 	require.Contains(t, logs.String(), "start-up check: at index")
 	require.True(t, replicasAgree(t, c, 1000))
-	checkAll(t, c.Client(t), "k", 1000, value)
+	clustertest.CheckAll(t, c.Client(t), "k", 1000, value)
 }

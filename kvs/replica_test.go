@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batchkv/batchkv/internal/clustertest"
 	"github.com/batchkv/batchkv/wire"
 )
 
@@ -42,13 +43,13 @@ func TestReplicatedLeadersSpread(t *testing.T) {
 func TestReplicatedNoAcknowledgedWriteLost(t *testing.T) {
 	c := newReplCluster(t, 3, 3, 3)
 	cl := c.Client(t)
-	putAll(t, cl, "k", 3000, valueOf("v1"))
-	putAll(t, cl, "k", 1500, valueOf("v2")) // overwrite half
+	clustertest.PutAll(t, cl, "k", 3000, clustertest.ValueOf("v1"))
+	clustertest.PutAll(t, cl, "k", 1500, clustertest.ValueOf("v2")) // overwrite half
 	value := func(i int) string {
 		if i < 1500 {
-			return valueOf("v2")(i)
+			return clustertest.ValueOf("v2")(i)
 		}
-		return valueOf("v1")(i)
+		return clustertest.ValueOf("v1")(i)
 	}
 	for i := range c.Addrs() {
 		c.Stop(i)
@@ -56,7 +57,7 @@ func TestReplicatedNoAcknowledgedWriteLost(t *testing.T) {
 	for i := range c.Addrs() {
 		c.Start(i)
 	}
-	checkAll(t, c.Client(t), "k", 3000, value)
+	clustertest.CheckAll(t, c.Client(t), "k", 3000, value)
 	// Every replica of every shard ends with the same content.
 	require.Eventually(t, func() bool {
 		byShard := map[int][]wire.ShardStatus{}

@@ -55,7 +55,7 @@ func TestRESPFollowsShardMoves(t *testing.T) {
 		}
 	}()
 	time.Sleep(300 * time.Millisecond)
-	drv := c.driver(t, nil)
+	drv := c.Driver(t, nil)
 	c.Start(3)
 	sum, err := drv.AddServer(c.Addrs()[3])
 	require.NoError(t, err)

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batchkv/batchkv/client"
+	"github.com/batchkv/batchkv/membership"
 	"github.com/batchkv/batchkv/shard"
 	"github.com/batchkv/batchkv/wire"
 )
@@ -90,6 +91,30 @@ func (c *Cluster) WaitPreferredLeader(layout *shard.Layout, sh int) int {
 	require.Eventually(c.t, func() bool { return c.Leader(sh) == x }, 15*time.Second, 50*time.Millisecond,
 		"shard %d's preferred replica never led", sh)
 	return x
+}
+
+// WaitLeaders waits until every shard has a leader.
+func (c *Cluster) WaitLeaders() {
+	c.t.Helper()
+	for sh := range c.shards {
+		c.WaitLeader(sh, -1)
+	}
+}
+
+// Driver returns a membership driver of the cluster, seeded with its
+// members and with the certificate that may change membership, that logs
+// its steps to t and calls onStep (if set) with each. It is closed when
+// t ends.
+func (c *Cluster) Driver(t testing.TB, onStep func(line string)) *membership.Cluster {
+	drv := &membership.Cluster{Admin: c.MembershipAdmin(), Seeds: c.Members(), CatchUp: 5 * time.Second, RPCTimeout: 3 * time.Second,
+		Progress: func(line string) {
+			t.Log(line)
+			if onStep != nil {
+				onStep(line)
+			}
+		}}
+	t.Cleanup(func() { _ = drv.Close() })
+	return drv
 }
 
 // Leads reports whether server i leads some shard.
