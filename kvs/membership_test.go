@@ -29,9 +29,7 @@ func membershipCluster(t *testing.T, opts ...clustertest.Option) *replCluster {
 // membershipClusterRF is membershipCluster at replication factor rf.
 func membershipClusterRF(t *testing.T, rf int, opts ...clustertest.Option) *replCluster {
 	c := newReplCluster(t, 4, rf, 6, append([]clustertest.Option{clustertest.WithInitial(3)}, opts...)...)
-	for sh := range 6 {
-		c.WaitLeader(sh, -1)
-	}
+	c.WaitLeaders()
 	return c
 }
 
