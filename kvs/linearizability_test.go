@@ -3,8 +3,6 @@ package kvs_test
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +11,7 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/stretchr/testify/require"
 
+	"github.com/batchkv/batchkv/internal/clustertest"
 	"github.com/batchkv/batchkv/internal/linz"
 	"github.com/batchkv/batchkv/internal/planted"
 	"github.com/batchkv/batchkv/kvs/store"
@@ -87,13 +86,7 @@ func keyNames(n int) []string {
 // visualization and logs its path.
 func check(t *testing.T, ops []porcupine.Operation) porcupine.CheckResult {
 	t.Helper()
-	path := filepath.Join(os.TempDir(), fmt.Sprintf("linearizability-%s-%d.html", filepath.Base(t.Name()), time.Now().UnixNano()))
-	res, err := linz.Check(ops, 60*time.Second, path)
-	require.NoError(t, err)
-	if res == porcupine.Illegal {
-		t.Logf("history is not linearizable; visualization written to %s", path)
-	}
-	return res
+	return clustertest.Linearizable(t, ops)
 }
 
 func newLinWorkload() *linWorkload {

@@ -213,22 +213,22 @@ func TestLinearizableWithConditionalPuts(t *testing.T) {
 // It returns the counter (with its tallies), its final value, and the
 // whole history.
 func conditionalPutsThroughLeaderKill(t *testing.T, plant bool) (*counter, int, []porcupine.Operation) {
-	c := newReplCluster(t, 3, 3, 3, func(c *replCluster) { c.casOnLeader = plant })
+	c := newReplCluster(t, 3, 3, 3, plantCASOnLeader(plant))
 	for sh := range 3 {
-		c.waitLeader(sh, -1)
+		c.WaitLeader(sh, -1)
 	}
 	h := linz.NewHistory()
 	ctr := &counter{key: "counter", workers: 8, each: 25, h: h}
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
-	cl := c.client(t, func(cfg *client.Config) { cfg.AttemptTimeout = time.Second })
+	cl := c.Client(t, func(cfg *client.Config) { cfg.AttemptTimeout = time.Second })
 	stop := make(chan struct{})
 	driven := make(chan struct{})
 	go func() {
 		defer close(driven)
 		linz.DriveCAS(4, 3, keyNames(6), 2*time.Millisecond, 10*time.Second, cl.Do, h, seed, stop, nil)
 	}()
-	clients := []*client.Client{cl, c.client(t, func(cfg *client.Config) { cfg.AttemptTimeout = time.Second })}
+	clients := []*client.Client{cl, c.Client(t, func(cfg *client.Config) { cfg.AttemptTimeout = time.Second })}
 	quarter, counted := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(counted)
@@ -240,12 +240,12 @@ func conditionalPutsThroughLeaderKill(t *testing.T, plant bool) (*counter, int, 
 		t.Fatal("the counter finished before a quarter of it was counted")
 	}
 	sh := shardOf(c, ctr.key)
-	l := c.waitLeader(sh, -1)
+	l := c.WaitLeader(sh, -1)
 	t.Logf("stopping server %d, leader of the counter's shard", l)
-	c.stop(l)
-	c.waitLeader(sh, l)
+	c.Stop(l)
+	c.WaitLeader(sh, l)
 	time.Sleep(500 * time.Millisecond)
-	c.start(l)
+	c.Start(l)
 	<-counted
 	close(stop)
 	<-driven
@@ -289,12 +289,12 @@ func TestReplicatedConditionalPutsThroughLeaderKill(t *testing.T) {
 // again.
 func TestReplicatedPutIfRetryAnsweredOnce(t *testing.T) {
 	c := newReplCluster(t, 3, 3, 1)
-	layout, err := shard.New(c.addrs, 1, 3, 0)
+	layout, err := shard.New(c.Addrs(), 1, 3, 0)
 	require.NoError(t, err)
 	send := func(session, seq uint64, ops ...wire.Op) wire.BatchReply {
 		for {
-			leader := c.waitLeader(0, -1)
-			reply := rawBatch(t, c.addrs[leader], &wire.BatchArgs{RingID: layout.ID(), Shard: 0, Session: session, Seq: seq, Ops: ops})
+			leader := c.WaitLeader(0, -1)
+			reply := rawBatch(t, c.Addrs()[leader], &wire.BatchArgs{RingID: layout.ID(), Shard: 0, Session: session, Seq: seq, Ops: ops})
 			require.Equal(t, wire.StatusOK, reply.Status, reply.Err)
 			if reply.Results[0].Status != wire.StatusNotLeader {
 				return reply

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batchkv/batchkv/internal/bugswitch"
+	"github.com/batchkv/batchkv/internal/clustertest"
 	"github.com/batchkv/batchkv/kvs"
 	"github.com/batchkv/batchkv/kvs/replica"
 	"github.com/batchkv/batchkv/kvs/replica/raftstore"
@@ -114,14 +115,14 @@ func corruptionTrial(t *testing.T, cc corruptionCase, leaderVictim bool) corrupt
 	if cc.snapshots {
 		timing.SnapshotThreshold, timing.TrailingLogs, timing.SnapshotInterval = 2, 4, 50*time.Millisecond
 	}
-	c := newReplCluster(t, 3, 3, 1, func(c *replCluster) { c.timing = timing })
+	c := newReplCluster(t, 3, 3, 1, clustertest.WithTiming(timing))
 	value := bigValue(valueSize)
-	cl := c.client(t)
+	cl := c.Client(t)
 	// Server 0 is the shard's preferred replica: it leads once the first
 	// hand-over is done.
-	leads := func(i int) func() bool { return func() bool { return c.leader(0) == i } }
+	leads := func(i int) func() bool { return func() bool { return c.Leader(0) == i } }
 	require.Eventually(t, leads(0), 15*time.Second, 50*time.Millisecond)
-	putAll(t, cl, "k", cc.keys, value)
+	clustertest.PutAll(t, cl, "k", cc.keys, value)
 	victim := 0
 	if !leaderVictim {
 		victim = 1
@@ -130,18 +131,18 @@ func corruptionTrial(t *testing.T, cc corruptionCase, leaderVictim bool) corrupt
 	if cc.snapshots {
 		// A snapshot that holds every key: one taken after the writes
 		// (a few more entries make the shard take one).
-		st, err := c.status(victim)
+		st, err := c.Status(victim)
 		require.NoError(t, err)
 		written := st.Shards[0].Applied
 		require.Eventually(t, func() bool {
 			pad++
-			putAll(t, cl, fmt.Sprintf("pad%d-", pad), 1, value)
-			st, err := c.status(victim)
+			clustertest.PutAll(t, cl, fmt.Sprintf("pad%d-", pad), 1, value)
+			st, err := c.Status(victim)
 			return err == nil && len(st.Shards) == 1 && st.Shards[0].Snapshot >= written
 		}, 10*time.Second, 50*time.Millisecond, "no snapshot after the writes")
 	}
-	c.stop(victim)
-	shardDir := filepath.Join(c.dirs[victim], "shard-0")
+	c.Stop(victim)
+	shardDir := filepath.Join(c.Dirs()[victim], "shard-0")
 	file := cc.file(t, shardDir)
 	damaged := flipValue(t, file, value(cc.target))
 
@@ -168,8 +169,8 @@ func corruptionTrial(t *testing.T, cc corruptionCase, leaderVictim bool) corrupt
 		}
 	}()
 	logs := &lockedBuffer{}
-	c.logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	c.start(victim)
+	c.SetLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	c.Start(victim)
 	rebuiltMsg := "replica rebuilt from its peers"
 	out.detected = strings.Contains(logs.String(), "replica data damaged") && strings.Contains(logs.String(), file)
 	if out.detected {
@@ -183,7 +184,7 @@ func corruptionTrial(t *testing.T, cc corruptionCase, leaderVictim bool) corrupt
 	close(stopReads) // its barriers keep the log moving
 	readers.Wait()
 	out.agree = replicasAgree(t, c, cc.keys+pad)
-	getAll(t, cl, "k", cc.keys, func(i int, key string, r wire.Result) {
+	clustertest.GetAll(t, cl, "k", cc.keys, func(i int, key string, r wire.Result) {
 		if r.Value == damaged {
 			served.Store(true)
 		}
@@ -202,8 +203,8 @@ func replicasAgree(t *testing.T, c *replCluster, keys int) bool {
 	var agree bool
 	require.Eventually(t, func() bool {
 		var reps []wire.ShardStatus
-		for i := range c.addrs {
-			st, err := c.admin().Status(c.addrs[i], wire.StatusRequest{}, time.Second)
+		for i := range c.Addrs() {
+			st, err := c.Admin().Status(c.Addrs()[i], wire.StatusRequest{}, time.Second)
 			if err != nil || len(st.Shards) != 1 {
 				return false
 			}
@@ -215,8 +216,8 @@ func replicasAgree(t *testing.T, c *replCluster, keys int) bool {
 			}
 		}
 		var digests []wire.ShardStatus
-		for i := range c.addrs {
-			st, err := c.admin().Status(c.addrs[i], wire.StatusRequest{Digest: true}, time.Second)
+		for i := range c.Addrs() {
+			st, err := c.Admin().Status(c.Addrs()[i], wire.StatusRequest{Digest: true}, time.Second)
 			if err != nil || len(st.Shards) != 1 || st.Shards[0].Applied != reps[0].Applied {
 				return false // digests are rate limited without TLS: asked again
 			}
@@ -280,12 +281,12 @@ func TestReplicatedDamageCheckCatchesUncheckedReads(t *testing.T) {
 func TestDamagedSingleReplicaRefusesToStart(t *testing.T) {
 	c := newReplCluster(t, 1, 1, 1)
 	value := bigValue(valueSize)
-	putAll(t, c.client(t), "k", 300, value)
-	c.stop(0)
-	segs := walSegments(t, filepath.Join(c.dirs[0], "shard-0"))
+	clustertest.PutAll(t, c.Client(t), "k", 300, value)
+	c.Stop(0)
+	segs := walSegments(t, filepath.Join(c.Dirs()[0], "shard-0"))
 	flipValue(t, segs[0], value(100))
-	_, err := kvs.New(kvs.Config{Self: c.addrs[0], Peers: c.addrs, Replicas: 1, Shards: 1, DataDir: c.dirs[0],
-		Logger: c.logger})
+	_, err := kvs.New(kvs.Config{Self: c.Addrs()[0], Peers: c.Addrs(), Replicas: 1, Shards: 1, DataDir: c.Dirs()[0],
+		Logger: c.Logger()})
 	require.ErrorIs(t, err, raftstore.ErrCorrupt)
 	require.ErrorContains(t, err, segs[0]+", log entry ")
 	require.ErrorContains(t, err, "no other replica")
@@ -302,17 +303,17 @@ func TestStartupCheckRebuildsADifferingReplica(t *testing.T) {
 	defer bugswitch.UncheckedData.Store(false)
 	c := newReplCluster(t, 3, 3, 1)
 	value := bigValue(valueSize)
-	require.Eventually(t, func() bool { return c.leader(0) == 0 }, 15*time.Second, 50*time.Millisecond)
-	putAll(t, c.client(t), "k", 1000, value)
-	c.stop(1)
-	segs := walSegments(t, filepath.Join(c.dirs[1], "shard-0"))
+	require.Eventually(t, func() bool { return c.Leader(0) == 0 }, 15*time.Second, 50*time.Millisecond)
+	clustertest.PutAll(t, c.Client(t), "k", 1000, value)
+	c.Stop(1)
+	segs := walSegments(t, filepath.Join(c.Dirs()[1], "shard-0"))
 	flipValue(t, segs[len(segs)-1], value(300))
 	logs := &lockedBuffer{}
-	c.logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	c.start(1)
+	c.SetLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	c.Start(1)
 	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "replica rebuilt from its peers") },
 		40*time.Second, 100*time.Millisecond, "not rebuilt: %s", logs.String())
 	require.Contains(t, logs.String(), "start-up check: at index")
 	require.True(t, replicasAgree(t, c, 1000))
-	checkAll(t, c.client(t), "k", 1000, value)
+	clustertest.CheckAll(t, c.Client(t), "k", 1000, value)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batchkv/batchkv/internal/clustertest"
 	"github.com/batchkv/batchkv/kvs/replica"
 	"github.com/batchkv/batchkv/shard"
 	"github.com/batchkv/batchkv/wire"
@@ -37,8 +38,8 @@ func rawBatch(t *testing.T, addr string, args *wire.BatchArgs) wire.BatchReply {
 func TestReplicatedDuplicateBatchAppliesOnce(t *testing.T) {
 	timing := replica.DefaultTiming()
 	timing.SnapshotThreshold, timing.TrailingLogs, timing.SnapshotInterval = 8, 4, 100*time.Millisecond
-	c := newReplCluster(t, 3, 3, 3, func(c *replCluster) { c.timing = timing })
-	layout, err := shard.New(c.addrs, 3, 3, 0)
+	c := newReplCluster(t, 3, 3, 3, clustertest.WithTiming(timing))
+	layout, err := shard.New(c.Addrs(), 3, 3, 0)
 	require.NoError(t, err)
 	// Every key of the test lives in the shard of "k".
 	sh := layout.Shard("k")
@@ -48,8 +49,8 @@ func TestReplicatedDuplicateBatchAppliesOnce(t *testing.T) {
 	}
 	send := func(session, seq uint64, ops ...wire.Op) wire.BatchReply {
 		for {
-			leader := c.waitLeader(sh, -1)
-			reply := rawBatch(t, c.addrs[leader], &wire.BatchArgs{RingID: layout.ID(), Shard: uint32(sh), Session: session, Seq: seq, Ops: ops})
+			leader := c.WaitLeader(sh, -1)
+			reply := rawBatch(t, c.Addrs()[leader], &wire.BatchArgs{RingID: layout.ID(), Shard: uint32(sh), Session: session, Seq: seq, Ops: ops})
 			require.Equal(t, wire.StatusOK, reply.Status, reply.Err)
 			if reply.Results[0].Status != wire.StatusNotLeader {
 				return reply
@@ -77,14 +78,14 @@ func TestReplicatedDuplicateBatchAppliesOnce(t *testing.T) {
 		send(99, uint64(i+1), wire.Op{Code: wire.OpPut, Key: filler, Value: "x"})
 	}
 	require.Eventually(t, func() bool {
-		st, err := c.status(0)
+		st, err := c.Status(0)
 		return err == nil && st.Shards[sh].Snapshot > 0
 	}, 10*time.Second, 100*time.Millisecond, "no snapshot was taken")
-	for i := range c.addrs {
-		c.stop(i)
+	for i := range c.Addrs() {
+		c.Stop(i)
 	}
-	for i := range c.addrs {
-		c.start(i)
+	for i := range c.Addrs() {
+		c.Start(i)
 	}
 	send(77, 1, first...)
 	require.Equal(t, "second", get("k"), "the duplicate was applied after a restart")
@@ -95,7 +96,7 @@ func TestReplicatedDuplicateBatchAppliesOnce(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	v, err := c.client(t).Get(ctx, "k")
+	v, err := c.Client(t).Get(ctx, "k")
 	require.NoError(t, err)
 	require.Equal(t, "third", v)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batchkv/batchkv/client"
+	"github.com/batchkv/batchkv/internal/clustertest"
 	"github.com/batchkv/batchkv/kvs/replica/leadership"
 	"github.com/batchkv/batchkv/shard"
 	"github.com/batchkv/batchkv/wire"
@@ -124,7 +125,7 @@ func (w *writeLoad) checkNoneLost(t *testing.T, cl *client.Client) {
 
 // diskOf returns server i's disk as it reports it.
 func (c *replCluster) diskOf(i int) *wire.DiskStats {
-	st, err := c.status(i)
+	st, err := c.Status(i)
 	if err != nil {
 		return nil
 	}
@@ -134,57 +135,18 @@ func (c *replCluster) diskOf(i int) *wire.DiskStats {
 // diskMetric returns server i's metric name (of its data dir).
 func (c *replCluster) diskMetric(i int, name string) float64 {
 	c.t.Helper()
-	c.mu.Lock()
-	srv := c.servers[i]
-	c.mu.Unlock()
+	srv := c.Server(i)
 	fams, err := srv.Metrics().Gather()
 	require.NoError(c.t, err)
 	for _, f := range fams {
 		for _, m := range f.GetMetric() {
-			if f.GetName() == name && len(m.GetLabel()) == 1 && m.GetLabel()[0].GetValue() == c.dirs[i] {
+			if f.GetName() == name && len(m.GetLabel()) == 1 && m.GetLabel()[0].GetValue() == c.Dirs()[i] {
 				return m.GetGauge().GetValue()
 			}
 		}
 	}
 	c.t.Fatalf("server %d has no %s", i, name)
 	return 0
-}
-
-// leads reports whether server i leads some shard.
-func (c *replCluster) leads(i int) bool {
-	st, err := c.status(i)
-	if err != nil {
-		return false
-	}
-	for _, s := range st.Shards {
-		if s.State == "Leader" {
-			return true
-		}
-	}
-	return false
-}
-
-// caughtUp reports whether every replica of every shard has applied the
-// same entries and holds the same content.
-func (c *replCluster) caughtUp() bool {
-	byShard := map[int][]wire.ShardStatus{}
-	for i := range c.addrs {
-		st, err := c.admin().Status(c.addrs[i], wire.StatusRequest{Digest: true}, time.Second)
-		if err != nil {
-			return false
-		}
-		for _, s := range st.Shards {
-			byShard[s.Shard] = append(byShard[s.Shard], s)
-		}
-	}
-	for _, reps := range byShard {
-		for _, r := range reps {
-			if len(reps) != c.rf || r.Applied != reps[0].Applied || r.Digest != reps[0].Digest {
-				return false
-			}
-		}
-	}
-	return len(byShard) == c.shards
 }
 
 // fullReplicaRun is what the client and the cluster did while one
@@ -203,20 +165,18 @@ type fullReplicaRun struct {
 // a fault of 5 s sees at least one such decision.
 func runFullReplica(t *testing.T, faultFor time.Duration) fullReplicaRun {
 	var disk *smallDisk
-	c := newReplCluster(t, 3, 3, 3, func(c *replCluster) {
-		c.prepareDir = func(i int, dir string) {
-			if i == 2 {
-				disk = mountSmallDisk(t, dir, diskSize)
-			}
+	c := newReplCluster(t, 3, 3, 3, clustertest.WithPrepareDir(func(i int, dir string) {
+		if i == 2 {
+			disk = mountSmallDisk(t, dir, diskSize)
 		}
-	})
-	layout, err := shard.New(c.addrs, 3, 3, 0)
+	}))
+	layout, err := shard.New(c.Addrs(), 3, 3, 0)
 	require.NoError(t, err)
 	for sh := range 3 {
-		c.waitPreferredLeader(layout, sh)
+		c.WaitPreferredLeader(layout, sh)
 	}
-	require.True(t, c.leads(2))
-	cl := c.client(t)
+	require.True(t, c.Leads(2))
+	cl := c.Client(t)
 	w := startWrites(t, cl, "full")
 	time.Sleep(500 * time.Millisecond)
 
@@ -225,13 +185,13 @@ func runFullReplica(t *testing.T, faultFor time.Duration) fullReplicaRun {
 	disk.fillTo(16 << 20)
 	require.Eventually(t, func() bool { d := c.diskOf(2); return d != nil && d.Full }, 2*time.Second, 20*time.Millisecond,
 		"server 2 never reported its disk full")
-	require.Eventually(t, func() bool { return !c.leads(2) }, 5*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return !c.Leads(2) }, 5*time.Second, 10*time.Millisecond,
 		"the full server kept its leadership")
 	run.handOver = time.Since(from)
 	require.Equal(t, 1.0, c.diskMetric(2, "batchkv_disk_full"))
 	require.Less(t, c.diskMetric(2, "batchkv_disk_free_bytes"), float64(64<<20))
 	for end := from.Add(faultFor); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-		run.fullLed = run.fullLed || c.leads(2)
+		run.fullLed = run.fullLed || c.Leads(2)
 	}
 	run.maxGap = w.maxGap(from, time.Now())
 
@@ -240,7 +200,7 @@ func runFullReplica(t *testing.T, faultFor time.Duration) fullReplicaRun {
 	require.Eventually(t, func() bool { d := c.diskOf(2); return d != nil && !d.Full }, 2*time.Second, 20*time.Millisecond)
 	require.Equal(t, 0.0, c.diskMetric(2, "batchkv_disk_full"))
 	w.halt()
-	require.Eventually(t, c.caughtUp, 30*time.Second, 100*time.Millisecond, "the full replica never caught up")
+	require.Eventually(t, c.CaughtUp, 30*time.Second, 100*time.Millisecond, "the full replica never caught up")
 	run.catchUp = time.Since(freed)
 	w.checkNoneLost(t, cl)
 	t.Logf("one follower full for %v: longest time without an acknowledged batch %v, leadership handed over after %v, caught up %v after the disk was freed; statuses %v",
@@ -283,14 +243,12 @@ func TestReplicatedDiskFullCheckCatchesHandBackToFull(t *testing.T) {
 // no acknowledged write is lost.
 func TestReplicatedDiskFullMajority(t *testing.T) {
 	disks := map[int]*smallDisk{}
-	c := newReplCluster(t, 3, 3, 3, func(c *replCluster) {
-		c.prepareDir = func(i int, dir string) {
-			if i > 0 {
-				disks[i] = mountSmallDisk(t, dir, diskSize)
-			}
+	c := newReplCluster(t, 3, 3, 3, clustertest.WithPrepareDir(func(i int, dir string) {
+		if i > 0 {
+			disks[i] = mountSmallDisk(t, dir, diskSize)
 		}
-	})
-	cl := c.client(t)
+	}))
+	cl := c.Client(t)
 	w := startWrites(t, cl, "maj")
 	time.Sleep(time.Second)
 	// Below the reserve, above the half of it where the log stores
@@ -334,7 +292,7 @@ func TestReplicatedDiskFullMajority(t *testing.T) {
 		res, err := cl.Do(context.Background(), ops)
 		return err == nil && res[0].Status == wire.StatusOK
 	}, 10*time.Second, 50*time.Millisecond, "writes never succeeded again once space returned")
-	require.Eventually(t, c.caughtUp, 30*time.Second, 100*time.Millisecond, "the replicas never caught up")
+	require.Eventually(t, c.CaughtUp, 30*time.Second, 100*time.Millisecond, "the replicas never caught up")
 	w.checkNoneLost(t, cl)
 	t.Logf("majority full: statuses %v", w.statuses)
 }

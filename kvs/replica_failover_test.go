@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batchkv/batchkv/internal/clustertest"
 	"github.com/batchkv/batchkv/kvs/replica"
 	"github.com/batchkv/batchkv/wire"
 )
@@ -16,8 +17,8 @@ import (
 func settled(c *replCluster) bool {
 	var leader string
 	var applied uint64
-	for i := range c.addrs {
-		st, err := c.status(i)
+	for i := range c.Addrs() {
+		st, err := c.Status(i)
 		if err != nil || len(st.Shards) != 1 || st.Shards[0].Leader == "" {
 			return false
 		}
@@ -42,19 +43,19 @@ func settled(c *replCluster) bool {
 // fault returns when the fault began, after any set-up of its own
 // (atOnce for one that has none); opts configure each trial's cluster.
 func failoverTrials(t *testing.T, what string, limit time.Duration, fault func(c *replCluster, l int) time.Time,
-	undo func(c *replCluster, l int), opts ...func(*replCluster)) {
+	undo func(c *replCluster, l int), opts ...clustertest.Option) {
 	var took []time.Duration
 	for trial := range 3 {
 		c := newReplCluster(t, 3, 3, 1, opts...)
-		require.Eventually(t, func() bool { return c.leader(0) == 0 }, 20*time.Second, 50*time.Millisecond)
+		require.Eventually(t, func() bool { return c.Leader(0) == 0 }, 20*time.Second, 50*time.Millisecond)
 		require.Eventually(t, func() bool { return settled(c) }, 20*time.Second, 50*time.Millisecond)
-		l := c.leader(0)
+		l := c.Leader(0)
 		require.GreaterOrEqual(t, l, 0)
 		start := fault(c, l)
 		next := -1
 		require.Eventually(t, func() bool {
-			for i := range c.addrs {
-				if st, err := c.status(i); err == nil && i != l && st.Shards[0].State == "Leader" {
+			for i := range c.Addrs() {
+				if st, err := c.Status(i); err == nil && i != l && st.Shards[0].State == "Leader" {
 					next = i
 					return true
 				}
@@ -86,8 +87,8 @@ func atOnce(f func(c *replCluster, l int)) func(c *replCluster, l int) time.Time
 // know the leader yet, and then only the timeouts help.
 func TestReplicatedFastFailoverOnCrash(t *testing.T) {
 	failoverTrials(t, "stopped", 700*time.Millisecond,
-		atOnce(func(c *replCluster, l int) { c.stop(l) }),
-		func(c *replCluster, l int) { c.start(l); c.waitLeader(0, -1) })
+		atOnce(func(c *replCluster, l int) { c.Stop(l) }),
+		func(c *replCluster, l int) { c.Start(l); c.WaitLeader(0, -1) })
 }
 
 // TestReplicatedIsolatedFollowerDisruptsNothing: a follower cut off from
@@ -96,16 +97,16 @@ func TestReplicatedFastFailoverOnCrash(t *testing.T) {
 // keeps its leader and term.
 func TestReplicatedIsolatedFollowerDisruptsNothing(t *testing.T) {
 	c := newReplCluster(t, 3, 3, 1)
-	require.Eventually(t, func() bool { return c.leader(0) == 0 }, 20*time.Second, 50*time.Millisecond)
-	before, err := c.status(0)
+	require.Eventually(t, func() bool { return c.Leader(0) == 0 }, 20*time.Second, 50*time.Millisecond)
+	before, err := c.Status(0)
 	require.NoError(t, err)
-	c.isolate(1, true)
+	c.Isolate(1, true)
 	time.Sleep(3 * time.Second)
-	mid, err := c.status(1)
+	mid, err := c.Status(1)
 	require.NoError(t, err)
-	c.isolate(1, false)
+	c.Isolate(1, false)
 	time.Sleep(2 * time.Second)
-	after, err := c.status(0)
+	after, err := c.Status(0)
 	require.NoError(t, err)
 	require.Equal(t, before.Shards[0].Term, mid.Shards[0].Term, "the cut-off follower raised its term")
 	require.Equal(t, "Leader", after.Shards[0].State)
@@ -116,7 +117,7 @@ func TestReplicatedIsolatedFollowerDisruptsNothing(t *testing.T) {
 // its peers; the connections stay open. off lifts it.
 func (c *replCluster) mute(i int, on bool) {
 	c.t.Helper()
-	require.NoError(c.t, c.links.Mute(i, on))
+	require.NoError(c.t, c.Links().Mute(i, on))
 }
 
 // TestReplicatedSilentLeaderReplacedQuickly: a leader whose bytes vanish
@@ -154,19 +155,19 @@ func TestReplicatedFailoverWhenThePeerAheadDoesNotAct(t *testing.T) {
 		behind, ahead := (l+1)%3, (l+2)%3
 		// The leader's entries stop reaching one follower, which falls
 		// behind its peer.
-		require.NoError(t, c.links.MuteLink(l, behind, true))
-		cl := c.client(t)
+		require.NoError(t, c.Links().MuteLink(l, behind, true))
+		cl := c.Client(t)
 		_, err := cl.Do(t.Context(), []wire.Op{{Code: wire.OpPut, Key: "k", Value: "v"}})
 		require.NoError(t, err)
 		require.Eventually(t, func() bool {
-			b, errB := c.status(behind)
-			a, errA := c.status(ahead)
+			b, errB := c.Status(behind)
+			a, errA := c.Status(ahead)
 			return errA == nil && errB == nil && b.Shards[0].LastIndex < a.Shards[0].LastIndex
 		}, time.Second, 10*time.Millisecond)
 		start := time.Now()
 		for _, link := range [][2]int{{l, behind}, {behind, l}, {l, ahead}} {
-			require.NoError(t, c.links.CutLink(link[0], link[1], true))
+			require.NoError(t, c.Links().CutLink(link[0], link[1], true))
 		}
 		return start
-	}, func(c *replCluster, l int) {}, func(c *replCluster) { c.timing = timing })
+	}, func(c *replCluster, l int) {}, clustertest.WithTiming(timing))
 }

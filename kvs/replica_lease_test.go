@@ -8,6 +8,7 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/stretchr/testify/require"
 
+	"github.com/batchkv/batchkv/internal/clustertest"
 	"github.com/batchkv/batchkv/internal/linz"
 	"github.com/batchkv/batchkv/kvs"
 	"github.com/batchkv/batchkv/kvs/replica"
@@ -31,26 +32,26 @@ func leaseTiming() replica.Timing {
 // through that one, then reads the key from x directly, again and again
 // for a second. It returns the history and how many of x's reads were
 // answered.
-func leaseScenario(t *testing.T, opt func(*replCluster)) ([]porcupine.Operation, int) {
-	c := newReplCluster(t, 3, 3, 1, func(c *replCluster) { c.timing = leaseTiming() }, opt)
-	layout, err := shard.New(c.addrs, 1, 3, 0)
+func leaseScenario(t *testing.T, opt clustertest.Option) ([]porcupine.Operation, int) {
+	c := newReplCluster(t, 3, 3, 1, clustertest.WithTiming(leaseTiming()), opt)
+	layout, err := shard.New(c.Addrs(), 1, 3, 0)
 	require.NoError(t, err)
 	h := linz.NewHistory()
 	do := func(id, server int, op wire.Op) wire.Result {
 		call := h.Now()
-		reply := rawBatch(t, c.addrs[server], &wire.BatchArgs{RingID: layout.ID(), Shard: 0, Ops: []wire.Op{op}})
+		reply := rawBatch(t, c.Addrs()[server], &wire.BatchArgs{RingID: layout.ID(), Shard: 0, Ops: []wire.Op{op}})
 		require.Equal(t, wire.StatusOK, reply.Status, reply.Err)
 		h.Record(id, []wire.Op{op}, reply.Results, nil, call, h.Now())
 		return reply.Results[0]
 	}
-	x := c.waitPreferredLeader(layout, 0)
+	x := c.WaitPreferredLeader(layout, 0)
 	require.Equal(t, wire.StatusOK, do(0, x, wire.Op{Code: wire.OpPut, Key: "k", Value: "old"}).Status)
 	require.Equal(t, wire.StatusOK, do(0, x, wire.Op{Code: wire.OpGet, Key: "k"}).Status)
-	c.isolate(x, true)
+	c.Isolate(x, true)
 	var other int
 	require.Eventually(t, func() bool {
-		for i := range c.addrs {
-			if st, err := c.status(i); i != x && err == nil && st.Shards[0].State == "Leader" {
+		for i := range c.Addrs() {
+			if st, err := c.Status(i); i != x && err == nil && st.Shards[0].State == "Leader" {
 				other = i
 				return true
 			}
@@ -79,12 +80,12 @@ func TestReplicatedLeaseReadsStayLinearizable(t *testing.T) {
 		t.Skip("needs elections")
 	}
 	t.Run("lease", func(t *testing.T) {
-		ops, answered := leaseScenario(t, func(c *replCluster) { c.readMode = kvs.ReadLease })
+		ops, answered := leaseScenario(t, clustertest.WithReadMode(kvs.ReadLease))
 		require.Equal(t, porcupine.Ok, check(t, ops))
 		t.Logf("reads the cut-off leader answered: %d", answered)
 	})
 	t.Run("planted too long", func(t *testing.T) {
-		ops, answered := leaseScenario(t, func(c *replCluster) { c.plantLease = 5 * time.Second })
+		ops, answered := leaseScenario(t, plantLease(5*time.Second))
 		require.Positive(t, answered, "the cut-off leader answered reads")
 		require.Equal(t, porcupine.Illegal, check(t, ops))
 	})
@@ -94,19 +95,19 @@ func TestReplicatedLeaseReadsStayLinearizable(t *testing.T) {
 // batch appends nothing to the log; once the lease has run out with no
 // write to renew it, the next one takes a barrier entry (and renews it).
 func TestReplicatedLeaseReadNeedsNoLogEntry(t *testing.T) {
-	c := newReplCluster(t, 3, 3, 1, func(c *replCluster) { c.readMode = kvs.ReadLease })
-	layout, err := shard.New(c.addrs, 1, 3, 0)
+	c := newReplCluster(t, 3, 3, 1, clustertest.WithReadMode(kvs.ReadLease))
+	layout, err := shard.New(c.Addrs(), 1, 3, 0)
 	require.NoError(t, err)
 	// The preferred replica leads, or will take leadership back (a new
 	// term, and an entry) in the middle of the rounds.
-	x := c.waitPreferredLeader(layout, 0)
+	x := c.WaitPreferredLeader(layout, 0)
 	send := func(op wire.Op) wire.Result {
-		reply := rawBatch(t, c.addrs[x], &wire.BatchArgs{RingID: layout.ID(), Shard: 0, Ops: []wire.Op{op}})
+		reply := rawBatch(t, c.Addrs()[x], &wire.BatchArgs{RingID: layout.ID(), Shard: 0, Ops: []wire.Op{op}})
 		require.Equal(t, wire.StatusOK, reply.Status, reply.Err)
 		return reply.Results[0]
 	}
 	index := func() (last, term uint64) {
-		st, err := c.status(x)
+		st, err := c.Status(x)
 		require.NoError(t, err)
 		return st.Shards[0].LastIndex, st.Shards[0].Term
 	}

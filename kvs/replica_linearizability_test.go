@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batchkv/batchkv/client"
+	"github.com/batchkv/batchkv/internal/clustertest"
 	"github.com/batchkv/batchkv/internal/linz"
 	"github.com/batchkv/batchkv/shard"
 	"github.com/batchkv/batchkv/wire"
@@ -29,9 +30,9 @@ func TestReplicatedLinearizableUnderFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault schedule takes about 20s")
 	}
-	c := newReplCluster(t, 3, 3, 3, withTLS)
+	c := newReplCluster(t, 3, 3, 3, clustertest.WithTLS())
 	for sh := range 3 {
-		c.waitLeader(sh, -1)
+		c.WaitLeader(sh, -1)
 	}
 	h := linz.NewHistory()
 	var stop atomic.Bool
@@ -41,7 +42,7 @@ func TestReplicatedLinearizableUnderFaults(t *testing.T) {
 	t.Logf("seed %d", seed)
 	keys := keyNames(6)
 	for id := range 8 {
-		cl := c.client(t, func(cfg *client.Config) { cfg.AttemptTimeout = time.Second })
+		cl := c.Client(t, func(cfg *client.Config) { cfg.AttemptTimeout = time.Second })
 		rng := rand.New(rand.NewPCG(seed, uint64(id)))
 		wg.Add(1)
 		go func() {
@@ -65,27 +66,27 @@ func TestReplicatedLinearizableUnderFaults(t *testing.T) {
 	pause := func() { time.Sleep(1500 * time.Millisecond) }
 	pause()
 	// 1. Stop the leader of shard 0, then start it again.
-	l := c.waitLeader(0, -1)
+	l := c.WaitLeader(0, -1)
 	t.Logf("stopping server %d, leader of shard 0", l)
-	c.stop(l)
-	c.waitLeader(0, l)
+	c.Stop(l)
+	c.WaitLeader(0, l)
 	pause()
-	c.start(l)
+	c.Start(l)
 	pause()
 	// 2. Stop a follower of shard 1, then start it again.
-	f := (c.waitLeader(1, -1) + 1) % 3
+	f := (c.WaitLeader(1, -1) + 1) % 3
 	t.Logf("stopping server %d, a follower of shard 1", f)
-	c.stop(f)
+	c.Stop(f)
 	pause()
-	c.start(f)
+	c.Start(f)
 	pause()
 	// 3. Cut the leader of shard 2 off from its peers, then heal.
-	l = c.waitLeader(2, -1)
+	l = c.WaitLeader(2, -1)
 	t.Logf("isolating server %d, leader of shard 2", l)
-	c.isolate(l, true)
+	c.Isolate(l, true)
 	pause()
 	pause()
-	c.isolate(l, false)
+	c.Isolate(l, false)
 	pause()
 	stop.Store(true)
 	wg.Wait()
@@ -98,8 +99,8 @@ func TestReplicatedLinearizableUnderFaults(t *testing.T) {
 // preferred leader of the keys' shard, is cut off from Raft, then reads
 // them with fresh clients, which ask x first. It returns the history.
 func staleReadScenario(t *testing.T, plant bool) []porcupine.Operation {
-	c := newReplCluster(t, 3, 3, 3, func(c *replCluster) { c.stale = plant })
-	layout, err := shard.New(c.addrs, 3, 3, 0)
+	c := newReplCluster(t, 3, 3, 3, plantStaleReads(plant))
+	layout, err := shard.New(c.Addrs(), 3, 3, 0)
 	require.NoError(t, err)
 	const x = 0
 	var keys []string
@@ -109,10 +110,10 @@ func staleReadScenario(t *testing.T, plant bool) []porcupine.Operation {
 		}
 	}
 	sh := layout.Shard(keys[0])
-	c.waitLeader(sh, -1)
+	c.WaitLeader(sh, -1)
 	h := linz.NewHistory()
 	do := func(id int, op wire.Op) {
-		cl := c.client(t, func(cfg *client.Config) { cfg.AttemptTimeout = time.Second })
+		cl := c.Client(t, func(cfg *client.Config) { cfg.AttemptTimeout = time.Second })
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		call := h.Now()
@@ -122,8 +123,8 @@ func staleReadScenario(t *testing.T, plant bool) []porcupine.Operation {
 	for i, k := range keys {
 		do(i, wire.Op{Code: wire.OpPut, Key: k, Value: "old"})
 	}
-	c.isolate(x, true)
-	c.waitLeader(sh, x)
+	c.Isolate(x, true)
+	c.WaitLeader(sh, x)
 	for i, k := range keys {
 		do(i, wire.Op{Code: wire.OpPut, Key: k, Value: "new"})
 		do(i, wire.Op{Code: wire.OpGet, Key: k})

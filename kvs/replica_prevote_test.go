@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/stretchr/testify/require"
 
+	"github.com/batchkv/batchkv/internal/clustertest"
 	"github.com/batchkv/batchkv/kvs/replica"
 )
 
@@ -43,31 +44,31 @@ func (a *attacker) preVote(addr, peer string, term, lastIndex, lastTerm uint64) 
 func TestReplicatedCandidateRefusesPreVoteForItsTerm(t *testing.T) {
 	timing := replica.DefaultTiming()
 	timing.HeartbeatTimeout, timing.ElectionTimeout, timing.LeaderLeaseTimeout = 2*time.Second, 2*time.Second, 2*time.Second
-	c := newReplCluster(t, 3, 3, 1, func(c *replCluster) { c.timing = timing })
+	c := newReplCluster(t, 3, 3, 1, clustertest.WithTiming(timing))
 	require.Eventually(t, func() bool { return settled(c) }, 20*time.Second, 50*time.Millisecond)
-	l := c.leader(0)
+	l := c.Leader(0)
 	require.GreaterOrEqual(t, l, 0)
 	cand, peer := (l+1)%3, (l+2)%3
-	c.isolate(cand, true)
-	st, err := c.status(cand)
+	c.Isolate(cand, true)
+	st, err := c.Status(cand)
 	require.NoError(t, err)
 	before := st.Shards[0]
 	term := before.Term + 1
 	a := newAttacker(t, nil)
 	ask := func(lastIndex uint64) raft.RequestPreVoteResponse {
 		t.Helper()
-		resp, err := a.preVote(c.addrs[cand], c.addrs[peer], term, lastIndex, before.LastLogTerm)
+		resp, err := a.preVote(c.Addrs()[cand], c.Addrs()[peer], term, lastIndex, before.LastLogTerm)
 		require.NoError(t, err)
 		return resp
 	}
 
-	require.NoError(t, a.timeoutNow(c.addrs[cand]))
+	require.NoError(t, a.timeoutNow(c.Addrs()[cand]))
 	resp := ask(before.LastIndex)
 	require.False(t, resp.Granted, "a pre-vote for the term the replica was just asked to stand in was granted")
 	require.Equal(t, term, resp.Term)
 
 	require.Eventually(t, func() bool {
-		st, err := c.status(cand)
+		st, err := c.Status(cand)
 		return err == nil && st.Shards[0].Term == term && st.Shards[0].State == "Candidate"
 	}, 2*time.Second, 5*time.Millisecond, "the replica must stand in term %d", term)
 	require.True(t, ask(before.LastIndex+1).Granted, "a peer whose log is ahead must get the pre-vote")
@@ -76,7 +77,7 @@ func TestReplicatedCandidateRefusesPreVoteForItsTerm(t *testing.T) {
 	resp = ask(before.LastIndex)
 	require.False(t, resp.Granted, "a pre-vote for the candidate's own term was granted, its vote on disk")
 	require.Equal(t, term, resp.Term, "refused in the candidate's term, not because it moved on")
-	st, err = c.status(cand)
+	st, err = c.Status(cand)
 	require.NoError(t, err)
 	require.Equal(t, term, st.Shards[0].Term, "the candidate's term moved during the test")
 	require.Equal(t, "Candidate", st.Shards[0].State)

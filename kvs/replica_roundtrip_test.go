@@ -21,7 +21,7 @@ import (
 // with its own write.
 func TestReplicatedMixedBatchIsOneEntry(t *testing.T) {
 	c := newReplCluster(t, 3, 3, 3)
-	layout, err := shard.New(c.addrs, 3, 3, 0)
+	layout, err := shard.New(c.Addrs(), 3, 3, 0)
 	require.NoError(t, err)
 	sh := layout.Shard("a")
 	var keys []string // keys of sh
@@ -31,14 +31,14 @@ func TestReplicatedMixedBatchIsOneEntry(t *testing.T) {
 		}
 	}
 	a, b, other := keys[0], keys[1], keys[2]
-	leader := c.waitPreferredLeader(layout, sh)
+	leader := c.WaitPreferredLeader(layout, sh)
 	lastIndex := func() uint64 {
-		st, err := c.status(leader)
+		st, err := c.Status(leader)
 		require.NoError(t, err)
 		return st.Shards[sh].LastIndex
 	}
 	send := func(session, seq uint64, ops ...wire.Op) []wire.Result {
-		reply := rawBatch(t, c.addrs[leader], &wire.BatchArgs{RingID: layout.ID(), Shard: uint32(sh), Session: session, Seq: seq, Ops: ops})
+		reply := rawBatch(t, c.Addrs()[leader], &wire.BatchArgs{RingID: layout.ID(), Shard: uint32(sh), Session: session, Seq: seq, Ops: ops})
 		require.Equal(t, wire.StatusOK, reply.Status, reply.Err)
 		return reply.Results
 	}

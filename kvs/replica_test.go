@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batchkv/batchkv/internal/clustertest"
 	"github.com/batchkv/batchkv/wire"
 )
 
@@ -18,7 +19,7 @@ func TestReplicatedLeadersSpread(t *testing.T) {
 	require.Eventually(t, func() bool {
 		leads := make([]int, 3)
 		for sh := range 6 {
-			l := c.leader(sh)
+			l := c.Leader(sh)
 			if l < 0 {
 				return false
 			}
@@ -26,13 +27,13 @@ func TestReplicatedLeadersSpread(t *testing.T) {
 		}
 		return leads[0] == 2 && leads[1] == 2 && leads[2] == 2
 	}, 30*time.Second, 200*time.Millisecond)
-	st, err := c.status(0)
+	st, err := c.Status(0)
 	require.NoError(t, err)
 	require.Len(t, st.Shards, 6)
 	require.Equal(t, 3, st.Layout.Replicas)
 	for _, s := range st.Shards {
 		require.Len(t, s.Replicas, 3)
-		require.Equal(t, c.addrs[s.Shard%3], s.Replicas[0])
+		require.Equal(t, c.Addrs()[s.Shard%3], s.Replicas[0])
 	}
 }
 
@@ -41,27 +42,27 @@ func TestReplicatedLeadersSpread(t *testing.T) {
 // dirs, and also the shards' snapshots (a low threshold forces them).
 func TestReplicatedNoAcknowledgedWriteLost(t *testing.T) {
 	c := newReplCluster(t, 3, 3, 3)
-	cl := c.client(t)
-	putAll(t, cl, "k", 3000, valueOf("v1"))
-	putAll(t, cl, "k", 1500, valueOf("v2")) // overwrite half
+	cl := c.Client(t)
+	clustertest.PutAll(t, cl, "k", 3000, clustertest.ValueOf("v1"))
+	clustertest.PutAll(t, cl, "k", 1500, clustertest.ValueOf("v2")) // overwrite half
 	value := func(i int) string {
 		if i < 1500 {
-			return valueOf("v2")(i)
+			return clustertest.ValueOf("v2")(i)
 		}
-		return valueOf("v1")(i)
+		return clustertest.ValueOf("v1")(i)
 	}
-	for i := range c.addrs {
-		c.stop(i)
+	for i := range c.Addrs() {
+		c.Stop(i)
 	}
-	for i := range c.addrs {
-		c.start(i)
+	for i := range c.Addrs() {
+		c.Start(i)
 	}
-	checkAll(t, c.client(t), "k", 3000, value)
+	clustertest.CheckAll(t, c.Client(t), "k", 3000, value)
 	// Every replica of every shard ends with the same content.
 	require.Eventually(t, func() bool {
 		byShard := map[int][]wire.ShardStatus{}
-		for i := range c.addrs {
-			st, err := c.admin().Status(c.addrs[i], wire.StatusRequest{Digest: true}, time.Second)
+		for i := range c.Addrs() {
+			st, err := c.Admin().Status(c.Addrs()[i], wire.StatusRequest{Digest: true}, time.Second)
 			if err != nil {
 				return false
 			}
@@ -84,7 +85,7 @@ func TestReplicatedNoAcknowledgedWriteLost(t *testing.T) {
 // including a get after a put of its key in the same batch.
 func TestReplicatedBatchKeepsKeyOrder(t *testing.T) {
 	c := newReplCluster(t, 3, 3, 3)
-	cl := c.client(t)
+	cl := c.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	res, err := cl.Do(ctx, []wire.Op{

@@ -13,7 +13,7 @@ import (
 )
 
 func shardOf(c *replCluster, key string) int {
-	l, _ := shard.New(c.addrs, c.shards, c.rf, 0)
+	l, _ := shard.New(c.Addrs(), c.Shards(), c.RF(), 0)
 	return l.Shard(key)
 }
 
@@ -28,12 +28,12 @@ func TestReplicatedSlowLeaderKeepsLeading(t *testing.T) {
 	// Server 0 is shard 0's preferred replica: wait until it leads, so
 	// that no planned leadership transfer counts as an election.
 	l := 0
-	require.Eventually(t, func() bool { return c.leader(0) == l }, 20*time.Second, 100*time.Millisecond)
-	before, err := c.status(l)
+	require.Eventually(t, func() bool { return c.Leader(0) == l }, 20*time.Second, 100*time.Millisecond)
+	before, err := c.Status(l)
 	require.NoError(t, err)
 	term := before.Shards[0].Term
-	require.NoError(t, c.links.SetLatency(l, 250*time.Millisecond))
-	cl := c.client(t, func(cfg *client.Config) { cfg.AttemptTimeout = 5 * time.Second })
+	require.NoError(t, c.Links().SetLatency(l, 250*time.Millisecond))
+	cl := c.Client(t, func(cfg *client.Config) { cfg.AttemptTimeout = 5 * time.Second })
 	deadline := time.Now().Add(10 * time.Second)
 	writes := 0
 	for i := 0; time.Now().Before(deadline); i++ {
@@ -44,7 +44,7 @@ func TestReplicatedSlowLeaderKeepsLeading(t *testing.T) {
 			writes++
 		}
 	}
-	after, err := c.status(l)
+	after, err := c.Status(l)
 	require.NoError(t, err)
 	require.Equal(t, "Leader", after.Shards[0].State, "the slow leader lost its leadership")
 	require.Equal(t, term, after.Shards[0].Term, "an election happened")

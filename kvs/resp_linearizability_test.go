@@ -66,7 +66,7 @@ func TestRESPLinearizableThroughLeaderKill(t *testing.T) {
 	}
 	c := newReplCluster(t, 3, 3, 3)
 	for sh := range 3 {
-		c.waitLeader(sh, -1)
+		c.WaitLeader(sh, -1)
 	}
 	h := linz.NewHistory()
 	var stop atomic.Bool
@@ -76,7 +76,7 @@ func TestRESPLinearizableThroughLeaderKill(t *testing.T) {
 	t.Logf("seed %d", seed)
 	keys := keyNames(6)
 	for id := range 6 {
-		rc := redis.NewClient(&redis.Options{Addr: c.addrs[id%3], Protocol: 2 + id%2, MaxRetries: -1,
+		rc := redis.NewClient(&redis.Options{Addr: c.Addrs()[id%3], Protocol: 2 + id%2, MaxRetries: -1,
 			DialTimeout: time.Second, ReadTimeout: 3 * time.Second, WriteTimeout: time.Second})
 		t.Cleanup(func() { _ = rc.Close() })
 		rng := rand.New(rand.NewPCG(seed, uint64(id)))
@@ -99,12 +99,12 @@ func TestRESPLinearizableThroughLeaderKill(t *testing.T) {
 		}()
 	}
 	time.Sleep(time.Second)
-	l := c.waitLeader(0, -1)
+	l := c.WaitLeader(0, -1)
 	t.Logf("stopping server %d, leader of shard 0", l)
-	c.stop(l)
-	c.waitLeader(0, l)
+	c.Stop(l)
+	c.WaitLeader(0, l)
 	time.Sleep(time.Second)
-	c.start(l)
+	c.Start(l)
 	time.Sleep(time.Second)
 	stop.Store(true)
 	wg.Wait()
@@ -117,8 +117,8 @@ func TestRESPLinearizableThroughLeaderKill(t *testing.T) {
 // written through server x+1 while server x, the preferred leader of the
 // keys' shard, is cut off from Raft, then read through x.
 func respStaleReadScenario(t *testing.T, plant bool) []porcupine.Operation {
-	c := newReplCluster(t, 3, 3, 3, func(c *replCluster) { c.stale = plant })
-	layout, err := shard.New(c.addrs, 3, 3, 0)
+	c := newReplCluster(t, 3, 3, 3, plantStaleReads(plant))
+	layout, err := shard.New(c.Addrs(), 3, 3, 0)
 	require.NoError(t, err)
 	const x = 0
 	var keys []string
@@ -128,10 +128,10 @@ func respStaleReadScenario(t *testing.T, plant bool) []porcupine.Operation {
 		}
 	}
 	sh := layout.Shard(keys[0])
-	c.waitLeader(sh, -1)
+	c.WaitLeader(sh, -1)
 	h := linz.NewHistory()
 	do := func(id, server int, op wire.Op) {
-		rc := redisClient(t, c.addrs[server], 2, nil)
+		rc := redisClient(t, c.Addrs()[server], 2, nil)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		call := h.Now()
@@ -141,8 +141,8 @@ func respStaleReadScenario(t *testing.T, plant bool) []porcupine.Operation {
 	for i, k := range keys {
 		do(i, x+1, wire.Op{Code: wire.OpPut, Key: k, Value: "old"})
 	}
-	c.isolate(x, true)
-	c.waitLeader(sh, x)
+	c.Isolate(x, true)
+	c.WaitLeader(sh, x)
 	for i, k := range keys {
 		do(i, x+1, wire.Op{Code: wire.OpPut, Key: k, Value: "new"})
 		do(i, x, wire.Op{Code: wire.OpGet, Key: k})

@@ -19,7 +19,7 @@ func TestRESPFollowsShardMoves(t *testing.T) {
 		t.Skip("moves shards under a RESP load for about 10s")
 	}
 	c := membershipClusterRF(t, 3)
-	rc := redisClient(t, c.addrs[1], 2, nil)
+	rc := redisClient(t, c.Addrs()[1], 2, nil)
 	ctx := t.Context()
 	var (
 		mu      sync.Mutex
@@ -55,15 +55,15 @@ func TestRESPFollowsShardMoves(t *testing.T) {
 		}
 	}()
 	time.Sleep(300 * time.Millisecond)
-	drv := c.driver(t, nil)
-	c.start(3)
-	sum, err := drv.AddServer(c.addrs[3])
+	drv := c.Driver(t, nil)
+	c.Start(3)
+	sum, err := drv.AddServer(c.Addrs()[3])
 	require.NoError(t, err)
 	require.NotEmpty(t, sum.Moves, "the new server took no replica")
 	before := written.Load()
-	_, err = drv.RemoveServer(c.addrs[0])
+	_, err = drv.RemoveServer(c.Addrs()[0])
 	require.NoError(t, err)
-	c.stop(0)
+	c.Stop(0)
 	time.Sleep(300 * time.Millisecond)
 	close(stop)
 	<-done

@@ -132,12 +132,12 @@ func TestRESPCommands(t *testing.T) {
 	ring := newTestCluster(t, 2, clusterOptions{})
 	rf3 := newReplCluster(t, 3, 3, 3)
 	for sh := range 3 {
-		rf3.waitLeader(sh, -1)
+		rf3.WaitLeader(sh, -1)
 	}
 	for _, tc := range []struct {
 		name string
 		addr string
-	}{{"one server", one.addrs[0]}, {"ring", ring.addrs[0]}, {"rf3", rf3.addrs[1]}} {
+	}{{"one server", one.addrs[0]}, {"ring", ring.addrs[0]}, {"rf3", rf3.Addrs()[1]}} {
 		for _, proto := range []int{2, 3} {
 			t.Run(fmt.Sprintf("%s/RESP%d", tc.name, proto), func(t *testing.T) {
 				rc := redisClient(t, tc.addr, proto, nil)
@@ -359,13 +359,13 @@ func TestRESPCompareAndSetUnderContention(t *testing.T) {
 	ring := newTestCluster(t, 2, clusterOptions{})
 	rf3 := newReplCluster(t, 3, 3, 3)
 	for sh := range 3 {
-		rf3.waitLeader(sh, -1)
+		rf3.WaitLeader(sh, -1)
 	}
 	const n = 32
 	for _, tc := range []struct {
 		name string
 		addr string
-	}{{"one server", one.addrs[0]}, {"ring", ring.addrs[0]}, {"rf3", rf3.addrs[2]}} {
+	}{{"one server", one.addrs[0]}, {"ring", ring.addrs[0]}, {"rf3", rf3.Addrs()[2]}} {
 		t.Run(tc.name, func(t *testing.T) {
 			rc := redis.NewClient(&redis.Options{Addr: tc.addr, PoolSize: n})
 			t.Cleanup(func() { _ = rc.Close() })
