@@ -18,7 +18,7 @@ import (
 // newClient returns a replicated client that gives up an attempt on a
 // silent server after attempt (a broken connection fails at once).
 func newClient(r *experiment.Run, attempt time.Duration) (*client.Client, error) {
-	return client.New(client.Config{Servers: r.Procs.Members(), Shards: r.Layout.Shards(), Replicas: r.Layout.RF(),
+	return client.New(client.Config{Servers: r.Procs.Members(), Shards: r.Layout.Shards(), RF: r.Layout.RF(),
 		AttemptTimeout: attempt, DialTimeout: time.Second, TLS: r.Procs.ClientTLS})
 }
 

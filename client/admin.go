@@ -40,7 +40,7 @@ func (a Admin) Discover(addr string, timeout time.Duration) (Config, error) {
 	if len(l.Servers) == 0 {
 		l.Servers = []string{addr}
 	}
-	cfg := Config{Servers: l.Servers, VirtualNodes: l.VirtualNodes, Shards: l.Shards, Replicas: l.Replicas, TLS: a.TLS}
+	cfg := Config{Servers: l.Servers, VirtualNodes: l.VirtualNodes, Shards: l.Shards, RF: l.Replicas, TLS: a.TLS}
 	if l.Epoch > 0 {
 		cfg.Map = &l
 	}
@@ -49,8 +49,8 @@ func (a Admin) Discover(addr string, timeout time.Duration) (Config, error) {
 
 // Layout asks the server at addr how the cluster places keys
 // (wire.LayoutMethod): a replicated server answers its current shard map.
-func (a Admin) Layout(addr string, timeout time.Duration) (wire.Layout, error) {
-	var l wire.Layout
+func (a Admin) Layout(addr string, timeout time.Duration) (wire.ClusterMap, error) {
+	var l wire.ClusterMap
 	return l, a.call(addr, wire.LayoutMethod, &wire.LayoutRequest{}, &l, timeout)
 }
 

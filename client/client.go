@@ -82,7 +82,7 @@ func New(cfg Config) (*Client, error) {
 		// The layout's placement is only the first guess of where shards
 		// are (the servers redirect), so a client may know fewer servers
 		// than there are replicas of a shard.
-		if c.layout, err = shard.New(cfg.Servers, cfg.Shards, min(cfg.Replicas, len(cfg.Servers)), cfg.VirtualNodes); err != nil {
+		if c.layout, err = shard.New(cfg.Servers, cfg.Shards, min(cfg.RF, len(cfg.Servers)), cfg.VirtualNodes); err != nil {
 			return nil, fmt.Errorf("client: %w", err)
 		}
 		c.leaders = make([]atomic.Int32, cfg.Shards)

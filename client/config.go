@@ -82,17 +82,17 @@ type Config struct {
 	MaxCooldown time.Duration
 
 	// Shards, when positive, says the cluster is replicated: keys map to
-	// this many shards, each replicated on Replicas servers (package
-	// shard; zero Replicas means 1). Both must match the servers' flags;
+	// this many shards, each replicated on RF servers (package
+	// shard; zero RF means 1). Both must match the servers' flags;
 	// Discover reads them from a server. Zero Shards means the memory-only
 	// cluster, where keys map to servers directly.
-	Shards   int
-	Replicas int
+	Shards int
+	RF     int
 	// Map, when set (Discover sets it), is a replicated cluster's shard
 	// map to route with from the start. Nil means the initial placement
 	// of Servers, which the client replaces with the servers' map on the
 	// first redirect.
-	Map *wire.Layout
+	Map *wire.ClusterMap
 	// AttemptTimeout bounds one attempt of a replicated batch, so that a
 	// leader that went silent (partitioned, paused) is given up and the
 	// next replica tried. Default DefaultAttemptTimeout (5s).
@@ -121,12 +121,12 @@ func (c *Config) validate() error {
 	orDefault(&c.MaxCooldown, DefaultMaxCooldown)
 	c.MaxCooldown = max(c.MaxCooldown, c.Cooldown)
 	if c.Shards > 0 {
-		orDefault(&c.Replicas, 1)
+		orDefault(&c.RF, 1)
 	}
 	orDefault(&c.AttemptTimeout, DefaultAttemptTimeout)
 	switch {
 	case c.ConnsPerServer < 0, c.MaxInFlight < 0, c.DialTimeout < 0, c.Linger < 0, c.BatchTimeout < 0,
-		c.FailureThreshold < 0, c.Cooldown < 0, c.Shards < 0, c.Replicas < 0, c.AttemptTimeout < 0:
+		c.FailureThreshold < 0, c.Cooldown < 0, c.Shards < 0, c.RF < 0, c.AttemptTimeout < 0:
 		return errors.New("client: negative Config field")
 	case c.MaxBatchOps < 0 || c.MaxBatchOps > wire.MaxBatchOps:
 		return fmt.Errorf("client: MaxBatchOps %d outside [1, %d]", c.MaxBatchOps, wire.MaxBatchOps)

@@ -114,7 +114,7 @@ func (c *Client) refreshMap() {
 	defer func() { c.refresh.last = time.Now() }()
 	before := c.Epoch()
 	addrs := c.members.Load().addrs
-	maps := make([]wire.Layout, len(addrs))
+	maps := make([]wire.ClusterMap, len(addrs))
 	var wg sync.WaitGroup
 	admin := Admin{TLS: c.cfg.TLS}
 	for i, addr := range addrs {

@@ -50,19 +50,19 @@ type Config struct {
 	// Logger receives connection errors. Nil means slog.Default().
 	Logger *slog.Logger
 
-	// Replicas is the replication factor. With Replicas > 1, or with a
+	// RF is the replication factor (the -rf flag). With RF > 1, or with a
 	// DataDir, the server is replicated: keys map to Shards shards, each a
-	// Raft group on Replicas servers (package shard places them), and
+	// Raft group on RF servers (package shard places them), and
 	// every write is on a majority's disk before it is acknowledged.
 	// Zero or one without a DataDir (or InMemory) is the memory-only
 	// server of the fixed ring.
-	Replicas int
+	RF int
 	// Shards is the number of shards of a replicated cluster; zero means
 	// one per server. Every server and client must use the same.
 	Shards int
 	// Join is the address of a member of a running replicated cluster
 	// that this server joins: it takes the cluster's shards, replication
-	// factor and map from it (Peers, Shards and Replicas are then
+	// factor and map from it (Peers, Shards and RF are then
 	// ignored), hosts no shard until a move places one here (kvsctl
 	// add-server), and restarts from the map it saved in DataDir.
 	Join string
@@ -70,7 +70,7 @@ type Config struct {
 	// Required when replicated, unless InMemory.
 	DataDir string
 	// InMemory makes a memory-only server whose shards can move: each
-	// shard is a one-replica Raft group (Replicas must be 1) whose log,
+	// shard is a one-replica Raft group (RF must be 1) whose log,
 	// snapshots and map stay in memory, in place of the fixed ring. It
 	// needs no DataDir, and keeps nothing across a restart: started again
 	// (with Peers or Join) in a running cluster, it takes the cluster's
@@ -123,7 +123,7 @@ const (
 
 // Replicated reports whether cfg makes a replicated server.
 func (c *Config) Replicated() bool {
-	return c.Replicas > 1 || c.DataDir != "" || c.Join != "" || c.InMemory
+	return c.RF > 1 || c.DataDir != "" || c.Join != "" || c.InMemory
 }
 
 // validate fills cfg's zero fields with their defaults and checks it.
@@ -157,8 +157,8 @@ func (c *Config) validate() error {
 		switch {
 		case c.InMemory && c.DataDir != "":
 			return errors.New("kvs: InMemory and a DataDir: give one")
-		case c.InMemory && c.Replicas > 1:
-			return fmt.Errorf("kvs: InMemory with %d replicas: replicas that forget their Raft log and vote on restart can lose acknowledged writes; give a DataDir", c.Replicas)
+		case c.InMemory && c.RF > 1:
+			return fmt.Errorf("kvs: InMemory with %d replicas: replicas that forget their Raft log and vote on restart can lose acknowledged writes; give a DataDir", c.RF)
 		case c.DataDir == "" && !c.InMemory:
 			return errors.New("kvs: a replicated server needs a DataDir")
 		case c.Self == "":

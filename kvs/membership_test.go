@@ -36,7 +36,7 @@ func membershipClusterRF(t *testing.T, rf int, opts ...clustertest.Option) *repl
 // TestMembershipCheckerCatchesEarlySwitch: two planted bugs together
 // make the classic resharding mistake, ownership switched before the copy
 // finished. The driver names the new replica the shard's preferred
-// replica before it has caught up (membership.Cluster.PlantEarlySwitch),
+// replica before it has caught up (membership.Driver.PlantEarlySwitch),
 // and servers serve a shard's reads at the replica the map prefers, leader
 // or not (kvs.SetServeByMapForTest). With the new replica's links slowed,
 // reads of keys written before the move come back missing, and the

@@ -285,7 +285,7 @@ func TestDamagedSingleReplicaRefusesToStart(t *testing.T) {
 	c.Stop(0)
 	segs := walSegments(t, filepath.Join(c.Dirs()[0], "shard-0"))
 	flipValue(t, segs[0], value(100))
-	_, err := kvs.New(kvs.Config{Self: c.Addrs()[0], Peers: c.Addrs(), Replicas: 1, Shards: 1, DataDir: c.Dirs()[0],
+	_, err := kvs.New(kvs.Config{Self: c.Addrs()[0], Peers: c.Addrs(), RF: 1, Shards: 1, DataDir: c.Dirs()[0],
 		Logger: c.Logger()})
 	require.ErrorIs(t, err, raftstore.ErrCorrupt)
 	require.ErrorContains(t, err, segs[0]+", log entry ")

@@ -219,7 +219,7 @@ func countFDs(t *testing.T) int {
 // and this process's file descriptors return to where they were.
 func TestIdleConnectionsAreReaped(t *testing.T) {
 	const idle = time.Second
-	srv, addr := startServer(t, kvs.Config{Replicas: 1, DataDir: t.TempDir(), HandshakeTimeout: idle,
+	srv, addr := startServer(t, kvs.Config{RF: 1, DataDir: t.TempDir(), HandshakeTimeout: idle,
 		Limits: kvs.Limits{IdleTimeout: idle, MaxConnsPerHost: 4096}})
 	time.Sleep(200 * time.Millisecond)
 	fds := countFDs(t)
@@ -356,7 +356,7 @@ func TestOversizeGobRefusedBeforeAllocation(t *testing.T) {
 // TestDigestOnlyForNodes: without TLS, content digests (a full scan of
 // every shard) are granted at most once per Limits.DigestEvery.
 func TestDigestRateLimitedWithoutTLS(t *testing.T) {
-	_, addr := startServer(t, kvs.Config{Replicas: 1, DataDir: t.TempDir(), Limits: kvs.Limits{DigestEvery: 300 * time.Millisecond}})
+	_, addr := startServer(t, kvs.Config{RF: 1, DataDir: t.TempDir(), Limits: kvs.Limits{DigestEvery: 300 * time.Millisecond}})
 	digest := func() error {
 		_, err := client.Status(addr, wire.StatusRequest{Digest: true}, 2*time.Second)
 		return err
@@ -373,7 +373,7 @@ func TestDigestRateLimitedWithoutTLS(t *testing.T) {
 // status but not content digests; a node certificate gets both.
 func TestDigestOnlyForNodeCertificates(t *testing.T) {
 	dir := certDir(t)
-	_, addr := startServer(t, kvs.Config{Replicas: 1, DataDir: t.TempDir(), Identity: loadID(t, dir, "s1")})
+	_, addr := startServer(t, kvs.Config{RF: 1, DataDir: t.TempDir(), Identity: loadID(t, dir, "s1")})
 	asClient := client.Admin{TLS: loadID(t, dir, "client").ClientConfig()}
 	asNode := client.Admin{TLS: loadID(t, dir, "s2").ClientConfig()}
 	require.Eventually(t, func() bool {
@@ -458,7 +458,7 @@ func helperServer() {
 // peers and does not retry an RPC on one it finds closed.
 func TestReaperSparesRaftConnectionsThatCarriedAnRPC(t *testing.T) {
 	const idle = 500 * time.Millisecond
-	srv, addr := startServer(t, kvs.Config{Replicas: 1, DataDir: t.TempDir(), HandshakeTimeout: idle,
+	srv, addr := startServer(t, kvs.Config{RF: 1, DataDir: t.TempDir(), HandshakeTimeout: idle,
 		Limits: kvs.Limits{IdleTimeout: idle}})
 	silent := openConns(t, addr, "raft", 1)[0]
 	defer silent.Close()

@@ -95,7 +95,7 @@ func newSecCluster(t *testing.T, dir string) *secCluster {
 		c.admin = client.Admin{TLS: c.client}
 	}
 	for i, ln := range lns {
-		cfg := kvs.Config{Peers: c.addrs, Self: c.addrs[i], Replicas: 3, Shards: 1, DataDir: t.TempDir(),
+		cfg := kvs.Config{Peers: c.addrs, Self: c.addrs[i], RF: 3, Shards: 1, DataDir: t.TempDir(),
 			Logger: slog.New(slog.NewTextHandler(c.logs, nil))}
 		if dir != "" {
 			cfg.Identity = loadID(t, dir, fmt.Sprintf("s%d", i+1))
@@ -152,7 +152,7 @@ func (c *secCluster) settle(t *testing.T) wire.ShardStatus {
 }
 
 func (c *secCluster) kv(t *testing.T) *client.Client {
-	cl, err := client.New(client.Config{Servers: c.addrs, Shards: 1, Replicas: 3, TLS: c.client})
+	cl, err := client.New(client.Config{Servers: c.addrs, Shards: 1, RF: 3, TLS: c.client})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cl.Close() })
 	return cl

@@ -128,7 +128,7 @@ func (s *Server) Store() store.Store { return s.cfg.Store }
 // Layout returns how the server places keys now: a replicated server's
 // current shard map (its servers, shards, RF and epoch), which a server
 // started with Join learns from the cluster.
-func (s *Server) Layout() wire.Layout { return s.svc.currentLayout() }
+func (s *Server) Layout() wire.ClusterMap { return s.svc.currentLayout() }
 
 // Ring returns the server's ring, or nil unless it is one of several
 // memory-only servers.

@@ -19,7 +19,7 @@ type Service struct {
 	stats   *stats.Stats
 	// layout is what KVService.Layout answers, unless the server is
 	// replicated: then its current shard map.
-	layout wire.Layout
+	layout wire.ClusterMap
 	// self is this server's address as peers reach it; "" if not given.
 	self string
 	// calls finds the call of a request's decoded arguments; nil for a
@@ -95,7 +95,7 @@ func (s *Service) Put(req *wire.PutRequest, _ *wire.PutResponse) error {
 }
 
 // Layout answers how this cluster places keys (see client.Discover).
-func (s *Service) Layout(req *wire.LayoutRequest, resp *wire.Layout) error {
+func (s *Service) Layout(req *wire.LayoutRequest, resp *wire.ClusterMap) error {
 	s.callOf(req)
 	*resp = s.currentLayout()
 	return nil
@@ -103,7 +103,7 @@ func (s *Service) Layout(req *wire.LayoutRequest, resp *wire.Layout) error {
 
 // currentLayout is the layout this server routes with now: a replicated
 // server's current shard map.
-func (s *Service) currentLayout() wire.Layout {
+func (s *Service) currentLayout() wire.ClusterMap {
 	if rb, ok := s.backend.(*backend.Replicated); ok {
 		return rb.Set().Map().Wire()
 	}

@@ -284,7 +284,7 @@ func TestRepliesStayWithinAFrame(t *testing.T) {
 func TestReadModeIsChecked(t *testing.T) {
 	_, err := kvs.New(kvs.Config{ReadMode: "lease"})
 	require.ErrorContains(t, err, "needs a replicated server")
-	_, err = kvs.New(kvs.Config{Self: "127.0.0.1:1", Replicas: 3, Peers: []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"},
+	_, err = kvs.New(kvs.Config{Self: "127.0.0.1:1", RF: 3, Peers: []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"},
 		DataDir: t.TempDir(), ReadMode: "sometimes"})
 	require.ErrorContains(t, err, `read mode "sometimes"`)
 }

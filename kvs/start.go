@@ -28,8 +28,8 @@ import (
 // newBackend picks the backend cfg asks for, and the layout that
 // KVService.Layout answers with (none for a replicated server, which
 // answers its current shard map).
-func newBackend(cfg *Config, stats *stats.Stats, apply *backend.Applier) (backend.Backend, wire.Layout, error) {
-	layout := wire.Layout{Servers: cfg.Peers, VirtualNodes: cfg.VirtualNodes}
+func newBackend(cfg *Config, stats *stats.Stats, apply *backend.Applier) (backend.Backend, wire.ClusterMap, error) {
+	layout := wire.ClusterMap{Servers: cfg.Peers, VirtualNodes: cfg.VirtualNodes}
 	switch {
 	case cfg.Replicated():
 		return newReplicatedBackend(cfg, apply, stats)
@@ -40,7 +40,7 @@ func newBackend(cfg *Config, stats *stats.Stats, apply *backend.Applier) (backen
 		}
 		fwd, err := client.New(client.Config{Servers: cfg.Peers, VirtualNodes: cfg.VirtualNodes, TLS: peerTLS(cfg)})
 		if err != nil {
-			return nil, wire.Layout{}, fmt.Errorf("kvs: forwarding client: %w", err)
+			return nil, wire.ClusterMap{}, fmt.Errorf("kvs: forwarding client: %w", err)
 		}
 		return backend.NewRing(cfg.Store, apply, stats, r, slices.Index(cfg.Peers, cfg.Self), fwd), layout, nil
 	default:
@@ -52,17 +52,17 @@ func newBackend(cfg *Config, stats *stats.Stats, apply *backend.Applier) (backen
 }
 
 // newReplicatedBackend opens this server's replicas of its shards.
-func newReplicatedBackend(cfg *Config, apply *backend.Applier, stats *stats.Stats) (backend.Backend, wire.Layout, error) {
+func newReplicatedBackend(cfg *Config, apply *backend.Applier, stats *stats.Stats) (backend.Backend, wire.ClusterMap, error) {
 	servers := cfg.Peers
 	if len(servers) == 0 {
 		servers = []string{cfg.Self}
 	}
 	admin := client.Admin{TLS: peerTLS(cfg)}
-	shards, rf, vnodes := cfg.Shards, max(cfg.Replicas, 1), cfg.VirtualNodes
+	shards, rf, vnodes := cfg.Shards, max(cfg.RF, 1), cfg.VirtualNodes
 	rejoin, err := backend.PlanRejoin(&backend.Joining{Join: cfg.Join, DataDir: cfg.DataDir, Self: cfg.Self, Peers: cfg.Peers,
 		InMemory: cfg.InMemory, Logger: cfg.Logger}, admin)
 	if err != nil {
-		return nil, wire.Layout{}, err
+		return nil, wire.ClusterMap{}, err
 	}
 	start := rejoin.Map
 	if start != nil {
@@ -70,7 +70,7 @@ func newReplicatedBackend(cfg *Config, apply *backend.Applier, stats *stats.Stat
 	}
 	l, err := shard.New(servers, shards, rf, vnodes)
 	if err != nil {
-		return nil, wire.Layout{}, fmt.Errorf("kvs: %w", err)
+		return nil, wire.ClusterMap{}, fmt.Errorf("kvs: %w", err)
 	}
 	rc := replica.Config{Layout: l, Map: start, VirtualNodes: vnodes, Self: cfg.Self, DataDir: cfg.DataDir, NoSync: cfg.NoSync, LogFormat: cfg.RaftLog,
 		Timing: cfg.Raft, SessionTTL: cfg.SessionTTL, NewStore: storeMaker(cfg.Store), Dial: raftDialer(cfg, stats),
@@ -81,18 +81,18 @@ func newReplicatedBackend(cfg *Config, apply *backend.Applier, stats *stats.Stat
 	}
 	set, err := replica.Open(rc)
 	if err != nil {
-		return nil, wire.Layout{}, err
+		return nil, wire.ClusterMap{}, err
 	}
 	fwd, err := client.New(client.Config{Servers: servers, VirtualNodes: vnodes,
-		Replicas: l.RF(), Shards: l.Shards(), TLS: peerTLS(cfg)})
+		RF: l.RF(), Shards: l.Shards(), TLS: peerTLS(cfg)})
 	if err != nil {
 		_ = set.Close()
-		return nil, wire.Layout{}, fmt.Errorf("kvs: forwarding client: %w", err)
+		return nil, wire.ClusterMap{}, fmt.Errorf("kvs: forwarding client: %w", err)
 	}
 	b := backend.NewReplicated(set, apply, stats, fwd, admin, cfg.Logger)
 	// KVService.Layout answers a replicated server's current map
 	// (Service.currentLayout), not a layout fixed at start.
-	return b, wire.Layout{}, nil
+	return b, wire.ClusterMap{}, nil
 }
 
 // storeMaker returns a constructor of empty stores of proto's kind, for

@@ -23,7 +23,7 @@ func TestMembershipNeedsAdminCertificate(t *testing.T) {
 	}
 	c := membershipCluster(t, clustertest.WithTLS())
 	c.Start(3)
-	asClient := &membership.Cluster{Admin: c.Admin(), Seeds: c.Addrs()[:3], CatchUp: 5 * time.Second, RPCTimeout: 3 * time.Second}
+	asClient := &membership.Driver{Admin: c.Admin(), Seeds: c.Addrs()[:3], CatchUp: 5 * time.Second, RPCTimeout: 3 * time.Second}
 	t.Cleanup(func() { _ = asClient.Close() })
 	before, err := asClient.Map()
 	require.NoError(t, err, "a client certificate may read the map")

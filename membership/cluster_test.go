@@ -340,7 +340,7 @@ func TestMembershipBadInput(t *testing.T) {
 		want string
 	}{
 		{kvs.Config{Self: "127.0.0.1:1", Join: c.Addrs()[0], InMemory: true}, "3 replicas per shard need a data dir"},
-		{kvs.Config{Self: "127.0.0.1:1", Peers: []string{"127.0.0.1:1"}, Replicas: 3, InMemory: true}, "InMemory with 3 replicas"},
+		{kvs.Config{Self: "127.0.0.1:1", Peers: []string{"127.0.0.1:1"}, RF: 3, InMemory: true}, "InMemory with 3 replicas"},
 		{kvs.Config{Self: "127.0.0.1:1", Peers: []string{"127.0.0.1:1"}, InMemory: true, DataDir: t.TempDir()}, "InMemory and a DataDir"},
 	} {
 		srv, err := kvs.New(tc.cfg)

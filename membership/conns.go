@@ -10,7 +10,7 @@ import (
 	"github.com/batchkv/batchkv/wire"
 )
 
-// pool keeps one admin connection per server for the life of a Cluster:
+// pool keeps one admin connection per server for the life of a Driver:
 // a move makes dozens of calls, and on a loaded server a new connection
 // for each (TCP, TLS, the HTTP upgrade) costs more than the call.
 type pool struct {
@@ -18,12 +18,12 @@ type pool struct {
 	conns map[string]*rpc.Client
 }
 
-// errTimeout says a call got no answer within the Cluster's RPCTimeout.
+// errTimeout says a call got no answer within the Driver's RPCTimeout.
 var errTimeout = errors.New("membership: no answer in time")
 
 // invoke calls method at addr on a pooled connection. A connection that
 // failed (rather than carrying a server's error) is closed and dropped.
-func (c *Cluster) invoke(addr, method string, args, reply any) error {
+func (c *Driver) invoke(addr, method string, args, reply any) error {
 	cl, err := c.conn(addr)
 	if err != nil {
 		return err
@@ -45,7 +45,7 @@ func (c *Cluster) invoke(addr, method string, args, reply any) error {
 	return nil
 }
 
-func (c *Cluster) conn(addr string) (*rpc.Client, error) {
+func (c *Driver) conn(addr string) (*rpc.Client, error) {
 	c.pool.mu.Lock()
 	cl := c.pool.conns[addr]
 	c.pool.mu.Unlock()
@@ -69,7 +69,7 @@ func (c *Cluster) conn(addr string) (*rpc.Client, error) {
 	return cl, nil
 }
 
-func (c *Cluster) drop(addr string, cl *rpc.Client) {
+func (c *Driver) drop(addr string, cl *rpc.Client) {
 	c.pool.mu.Lock()
 	if c.pool.conns[addr] == cl {
 		delete(c.pool.conns, addr)
@@ -79,8 +79,8 @@ func (c *Cluster) drop(addr string, cl *rpc.Client) {
 }
 
 // Close waits for background work (publishing maps, closing replicas
-// moved off a server), then closes the Cluster's connections.
-func (c *Cluster) Close() error {
+// moved off a server), then closes the Driver's connections.
+func (c *Driver) Close() error {
 	c.bg.Wait()
 	c.pool.mu.Lock()
 	defer c.pool.mu.Unlock()
@@ -92,13 +92,13 @@ func (c *Cluster) Close() error {
 }
 
 // layout asks addr for its map.
-func (c *Cluster) layout(addr string) (wire.Layout, error) {
-	var l wire.Layout
+func (c *Driver) layout(addr string) (wire.ClusterMap, error) {
+	var l wire.ClusterMap
 	return l, c.invoke(addr, wire.LayoutMethod, &wire.LayoutRequest{}, &l)
 }
 
 // status asks addr for its view of its shards.
-func (c *Cluster) status(addr string) (wire.StatusReply, error) {
+func (c *Driver) status(addr string) (wire.StatusReply, error) {
 	var st wire.StatusReply
 	return st, c.invoke(addr, wire.StatusMethod, &wire.StatusRequest{}, &st)
 }

@@ -24,7 +24,7 @@ type Moved struct {
 
 // Move moves shard sh's replica on from to to (see the package comment
 // for the steps), and returns the map after it.
-func (c *Cluster) Move(sh int, from, to string) (*shard.Map, Moved, error) {
+func (c *Driver) Move(sh int, from, to string) (*shard.Map, Moved, error) {
 	start := time.Now()
 	mv := Moved{Shard: sh, From: from, To: to}
 	m, err := c.Map()
@@ -122,7 +122,7 @@ const (
 
 // awaitCatchUp waits until the replica of sh on addr has applied index
 // target, and returns how many keys it then holds.
-func (c *Cluster) awaitCatchUp(sh int, addr string, target uint64) (int, error) {
+func (c *Driver) awaitCatchUp(sh int, addr string, target uint64) (int, error) {
 	deadline := time.Now().Add(c.catchUp())
 	lastAnswer := time.Now()
 	for {
@@ -156,7 +156,7 @@ func (c *Cluster) awaitCatchUp(sh int, addr string, target uint64) (int, error) 
 // lists it, it closes. A replica the group still lists (its removal
 // failed, or it already votes) keeps its data: closing it would take a
 // member's log away.
-func (c *Cluster) rollBack(m *shard.Map, sh int, to string) {
+func (c *Driver) rollBack(m *shard.Map, sh int, to string) {
 	name := shardName(m, sh)
 	reps := m.Replicas(sh)
 	if _, _, err := c.atLeader(reps, wire.MembershipRequest{Op: wire.RemoveMember, Shard: sh, Addr: to}); err != nil {

@@ -21,7 +21,7 @@ type Summary struct {
 
 // AddServer makes addr, a server started with -join, a member, then
 // rebalances replicas and leaders onto it.
-func (c *Cluster) AddServer(addr string) (Summary, error) {
+func (c *Driver) AddServer(addr string) (Summary, error) {
 	start := time.Now()
 	if err := c.Reconcile(); err != nil {
 		return Summary{}, err
@@ -36,7 +36,7 @@ func (c *Cluster) AddServer(addr string) (Summary, error) {
 
 // AddMember makes addr, a server started with -join, a member that
 // holds no replica yet: the first step of AddServer.
-func (c *Cluster) AddMember(addr string) error {
+func (c *Driver) AddMember(addr string) error {
 	m, err := c.Map()
 	if err != nil {
 		return err
@@ -63,7 +63,7 @@ func (c *Cluster) AddMember(addr string) error {
 // RemoveServer moves every replica off addr (its shards' and the meta
 // group's), then takes it out of the members. addr may be dead: its
 // shards still have a majority elsewhere.
-func (c *Cluster) RemoveServer(addr string) (Summary, error) {
+func (c *Driver) RemoveServer(addr string) (Summary, error) {
 	start := time.Now()
 	var sum Summary
 	if err := c.Reconcile(); err != nil {
@@ -124,7 +124,7 @@ func (c *Cluster) RemoveServer(addr string) (Summary, error) {
 // (within one), then evens out preferred leaders the same way. It plans
 // every move from the current map, then makes up to Parallel of them at
 // once (moves of one shard one after another).
-func (c *Cluster) Rebalance() (Summary, error) {
+func (c *Driver) Rebalance() (Summary, error) {
 	start := time.Now()
 	if err := c.Reconcile(); err != nil {
 		return Summary{}, err
@@ -135,7 +135,7 @@ func (c *Cluster) Rebalance() (Summary, error) {
 }
 
 // rebalance is Rebalance without the Reconcile first.
-func (c *Cluster) rebalance() (Summary, error) {
+func (c *Driver) rebalance() (Summary, error) {
 	start := time.Now()
 	var sum Summary
 	m, err := c.Map()
@@ -177,7 +177,7 @@ type planned struct {
 // DefaultParallel is how many moves Rebalance makes at once.
 const DefaultParallel = 4
 
-func (c *Cluster) parallel() int {
+func (c *Driver) parallel() int {
 	if c.Parallel > 0 {
 		return c.Parallel
 	}
@@ -186,7 +186,7 @@ func (c *Cluster) parallel() int {
 
 // runMoves makes moves, up to parallel() at once and one shard's in
 // order, and stops starting new ones after the first failure.
-func (c *Cluster) runMoves(moves []planned) ([]Moved, error) {
+func (c *Driver) runMoves(moves []planned) ([]Moved, error) {
 	var (
 		mu     sync.Mutex
 		done   []Moved
@@ -243,7 +243,7 @@ const handOverGap = 500 * time.Millisecond
 
 // balanceLeaders makes each server the preferred leader of its share of
 // shards (within one), and hands each changed shard's leadership to it.
-func (c *Cluster) balanceLeaders(m *shard.Map) (Summary, error) {
+func (c *Driver) balanceLeaders(m *shard.Map) (Summary, error) {
 	sum := Summary{Epoch: m.Epoch}
 	next := m.Clone()
 	var changed []int
@@ -286,7 +286,7 @@ func (c *Cluster) balanceLeaders(m *shard.Map) (Summary, error) {
 // move that stopped half way: a learner left behind leaves its group, a
 // group whose voters differ from the map's placement has the map follow
 // it, and servers close replicas the map no longer places on them.
-func (c *Cluster) Reconcile() error {
+func (c *Driver) Reconcile() error {
 	m, err := c.Map()
 	if err != nil {
 		return err
@@ -366,7 +366,7 @@ func (c *Cluster) Reconcile() error {
 // closeStrays asks every member to close the replicas (of data shards,
 // and of the meta group) that m does not place on it and keep does not
 // keep.
-func (c *Cluster) closeStrays(m *shard.Map, keep func(sh int, addr string) bool) {
+func (c *Driver) closeStrays(m *shard.Map, keep func(sh int, addr string) bool) {
 	for _, addr := range m.Servers {
 		st, err := c.status(addr)
 		if err != nil {

@@ -128,14 +128,14 @@ func (m *Map) WithReplicas(s int, reps []string) *Map {
 }
 
 // Wire returns m as the admin RPCs carry it.
-func (m *Map) Wire() wire.Layout {
+func (m *Map) Wire() wire.ClusterMap {
 	c := m.Clone()
-	return wire.Layout{Servers: c.Servers, VirtualNodes: c.VirtualNodes, Replicas: c.RF, Shards: c.Shards,
+	return wire.ClusterMap{Servers: c.Servers, VirtualNodes: c.VirtualNodes, Replicas: c.RF, Shards: c.Shards,
 		Epoch: c.Epoch, Placement: c.Placement, Meta: c.Meta}
 }
 
 // FromWire returns the map that l carries, validated.
-func FromWire(l wire.Layout) (*Map, error) {
+func FromWire(l wire.ClusterMap) (*Map, error) {
 	m := (&Map{Epoch: l.Epoch, Shards: l.Shards, RF: l.Replicas, VirtualNodes: l.VirtualNodes,
 		Servers: l.Servers, Placement: l.Placement, Meta: l.Meta}).Clone()
 	if err := m.Validate(); err != nil {

@@ -18,15 +18,20 @@ const (
 // LayoutRequest is the argument of KVService.Layout.
 type LayoutRequest struct{}
 
-// Layout describes how a cluster places keys, so that a client given one
-// server's address can route like the servers do.
-type Layout struct {
+// ClusterMap describes how a cluster places keys, so that a client given
+// one server's address can route like the servers do: the reply of
+// KVService.Layout, and the form in which a replicated cluster's shard map
+// (shard.Map) is stored (the meta group's entries, map.json) and sent.
+type ClusterMap struct {
 	// Servers are every server's address, as clients reach them.
 	Servers []string
 	// VirtualNodes per node on the ring (0: the default).
 	VirtualNodes int
-	// Replicas is the replication factor; 0 means the cluster is not
-	// replicated: keys map to servers directly, with no shards.
+	// Replicas is the replication factor (RF everywhere else: the field
+	// keeps its old name because gob matches fields by name, so servers
+	// and clients of different versions still read it); 0 means the
+	// cluster is not replicated: keys map to servers directly, with no
+	// shards.
 	Replicas int
 	// Shards is the number of shards of a replicated cluster.
 	Shards int
@@ -53,7 +58,7 @@ type StatusRequest struct {
 // StatusReply is a server's view of the shards it replicates.
 type StatusReply struct {
 	Self   string
-	Layout Layout
+	Layout ClusterMap
 	Shards []ShardStatus
 	// Node is the server's counters and resource use at the moment it
 	// answered; two replies a second apart give its rates (kvsctl top).
@@ -201,7 +206,7 @@ type MembershipRequest struct {
 	// that no longer places the replica there (the server adopts it
 	// first if it is newer than its own); Expect is the epoch the meta
 	// group must hold for CommitMap to succeed (compare and set).
-	Map    Layout
+	Map    ClusterMap
 	Expect uint64
 }
 
@@ -226,7 +231,7 @@ type MembershipReply struct {
 	Applied uint64
 	Commit  uint64
 	// Map is the meta group's map after CommitMap, or the server's map.
-	Map Layout
+	Map ClusterMap
 	// Stale says CommitMap found another epoch than the one expected:
 	// the map changed since the caller read it, and Map is the current
 	// one.

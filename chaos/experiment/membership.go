@@ -10,9 +10,9 @@ import (
 
 // Driver returns the run's membership driver, whose steps go to the run's
 // log; CloseDriver closes it.
-func (r *Run) Driver() *membership.Cluster {
+func (r *Run) Driver() *membership.Driver {
 	r.drvOnce.Do(func() {
-		r.drv = &membership.Cluster{Admin: r.Procs.Admin, Seeds: r.Procs.Members(),
+		r.drv = &membership.Driver{Admin: r.Procs.Admin, Seeds: r.Procs.Members(),
 			Progress: func(line string) {
 				r.Logf("%s", line)
 				if f := r.onStep.Load(); f != nil {

@@ -63,7 +63,7 @@ type Run struct {
 	Logf func(format string, args ...any)
 
 	// drv changes the cluster's membership (see Driver).
-	drv     *membership.Cluster
+	drv     *membership.Driver
 	drvOnce sync.Once
 	// onStep, if set, sees every step the driver reports.
 	onStep atomic.Pointer[func(string)]

@@ -25,7 +25,7 @@ func killEveryServer(t *testing.T, args []string, between func(c *Servers)) (los
 	c, err := Start(Config{Bin: serverBin, Dir: dir, Servers: 3, Shards: 3, Args: args})
 	require.NoError(t, err)
 	defer c.Close()
-	cl, err := client.New(client.Config{Servers: c.Addrs, Shards: 3, Replicas: 3})
+	cl, err := client.New(client.Config{Servers: c.Addrs, Shards: 3, RF: 3})
 	require.NoError(t, err)
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -65,7 +65,7 @@ func killEveryServer(t *testing.T, args []string, between func(c *Servers)) (los
 		require.NoError(t, c.Start(i))
 	}
 	restored = c.CountReplicas(func(s wire.ShardStatus) bool { return s.Restores > 0 })
-	after, err := client.New(client.Config{Servers: c.Addrs, Shards: 3, Replicas: 3})
+	after, err := client.New(client.Config{Servers: c.Addrs, Shards: 3, RF: 3})
 	require.NoError(t, err)
 	defer after.Close()
 	var ks []string

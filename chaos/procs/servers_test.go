@@ -41,7 +41,7 @@ func TestClusterOverTLS(t *testing.T) {
 	c, err := Start(Config{Bin: serverBin, Dir: t.TempDir(), Servers: 3, Shards: 1, TLS: true})
 	require.NoError(t, err)
 	defer c.Close()
-	cl, err := client.New(client.Config{Servers: c.Addrs, Shards: 1, Replicas: 3, TLS: c.ClientTLS})
+	cl, err := client.New(client.Config{Servers: c.Addrs, Shards: 1, RF: 3, TLS: c.ClientTLS})
 	require.NoError(t, err)
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -215,8 +215,8 @@ func newClient(o *options, stdout io.Writer) (batchClient, error) {
 	} else if err != nil {
 		fmt.Fprintf(stdout, "layout: %s did not answer (%v); routing over -hosts\n", o.hosts[0], err)
 	} else if l.Shards > 0 {
-		cfg.Servers, cfg.Shards, cfg.Replicas, cfg.VirtualNodes = l.Servers, l.Shards, l.Replicas, l.VirtualNodes
-		fmt.Fprintf(stdout, "layout replicated servers=%s shards=%d rf=%d\n", strings.Join(l.Servers, ","), l.Shards, l.Replicas)
+		cfg.Servers, cfg.Shards, cfg.RF, cfg.VirtualNodes = l.Servers, l.Shards, l.RF, l.VirtualNodes
+		fmt.Fprintf(stdout, "layout replicated servers=%s shards=%d rf=%d\n", strings.Join(l.Servers, ","), l.Shards, l.RF)
 	}
 	return client.New(cfg)
 }

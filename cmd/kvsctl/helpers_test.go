@@ -94,7 +94,7 @@ func (c *rf3Cluster) restart(i int) {
 }
 
 func (c *rf3Cluster) serve(i int, ln net.Listener) {
-	srv, err := kvs.New(kvs.Config{Self: c.addrs[i], Peers: c.addrs, Replicas: 3, Shards: c.shards,
+	srv, err := kvs.New(kvs.Config{Self: c.addrs[i], Peers: c.addrs, RF: 3, Shards: c.shards,
 		DataDir: c.dirs[i], Logger: quietLogger()})
 	require.NoError(c.t, err)
 	go func() { _ = srv.Serve(ln) }()

@@ -195,7 +195,7 @@ func status(admin client.Admin, cfg client.Config, timeout time.Duration, stdout
 		fmt.Fprintf(stdout, "not replicated: %d servers, keys placed by consistent hashing (%s)\n", len(cfg.Servers), strings.Join(cfg.Servers, ","))
 		return nil
 	}
-	fmt.Fprintf(stdout, "%d servers, %d shards, RF %d\n", len(cfg.Servers), cfg.Shards, cfg.Replicas)
+	fmt.Fprintf(stdout, "%d servers, %d shards, RF %d\n", len(cfg.Servers), cfg.Shards, cfg.RF)
 	var rows []row
 	var disks []serverDisk
 	for _, srv := range cfg.Servers {

@@ -18,7 +18,7 @@ import (
 // Each prints a line per step and ends with what moved and how long it
 // took.
 func membershipCmd(cmd []string, admin client.Admin, hosts []string, timeout time.Duration, stdout io.Writer) error {
-	cl := &membership.Cluster{Admin: admin, Seeds: hosts, RPCTimeout: timeout,
+	cl := &membership.Driver{Admin: admin, Seeds: hosts, RPCTimeout: timeout,
 		Progress: func(line string) { fmt.Fprintf(stdout, "%s  %s\n", time.Now().Format("15:04:05.000"), line) }}
 	defer func() { _ = cl.Close() }()
 	var sum membership.Summary
@@ -48,7 +48,7 @@ func membershipCmd(cmd []string, admin client.Admin, hosts []string, timeout tim
 // move moves one replica of a shard: to the server named, from the one
 // of its replicas that holds the most replicas overall (at RF 1, its only
 // one).
-func move(cl *membership.Cluster, shardArg, to string, stdout io.Writer) error {
+func move(cl *membership.Driver, shardArg, to string, stdout io.Writer) error {
 	start := time.Now()
 	sh, err := strconv.Atoi(shardArg)
 	if err != nil {

@@ -55,7 +55,7 @@ func probe(args []string, cfg client.Config, timeout time.Duration, interval tim
 	if err != nil {
 		return err
 	}
-	layout, err := shard.New(cfg.Servers, cfg.Shards, cfg.Replicas, cfg.VirtualNodes)
+	layout, err := shard.New(cfg.Servers, cfg.Shards, cfg.RF, cfg.VirtualNodes)
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,7 @@ import (
 
 // load writes and reads keys of every shard until stop is closed.
 func load(t *testing.T, addrs []string, stop <-chan struct{}) {
-	cl, err := client.New(client.Config{Servers: addrs, Shards: 3, Replicas: 3})
+	cl, err := client.New(client.Config{Servers: addrs, Shards: 3, RF: 3})
 	if err != nil {
 		t.Error(err)
 		return

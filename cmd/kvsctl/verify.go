@@ -43,7 +43,7 @@ func verify(admin client.Admin, cfg client.Config, timeout, within time.Duration
 			if v, done := verdicts[sh]; done && v.Settled {
 				continue
 			}
-			verdicts[sh] = replcheck.Compare(sh, byShard[sh], cfg.Replicas)
+			verdicts[sh] = replcheck.Compare(sh, byShard[sh], cfg.RF)
 			if !verdicts[sh].Settled {
 				pending++
 			}

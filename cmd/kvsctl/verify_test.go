@@ -25,7 +25,7 @@ import (
 func TestVerifyNamesTheReplicaThatDiffers(t *testing.T) {
 	c := startRF3(t, 1)
 	addrs := c.addrs
-	cl, err := client.New(client.Config{Servers: addrs, Shards: 1, Replicas: 3})
+	cl, err := client.New(client.Config{Servers: addrs, Shards: 1, RF: 3})
 	require.NoError(t, err)
 	defer cl.Close()
 	value := strings.Repeat("<the value>", 500)

@@ -29,7 +29,7 @@ func startRF3(t *testing.T, shards int) []string {
 		addrs = append(addrs, ln.Addr().String())
 	}
 	for i, ln := range lns {
-		srv, err := kvs.New(kvs.Config{Self: addrs[i], Peers: addrs, Replicas: 3, Shards: shards, DataDir: t.TempDir(),
+		srv, err := kvs.New(kvs.Config{Self: addrs[i], Peers: addrs, RF: 3, Shards: shards, DataDir: t.TempDir(),
 			Logger: quietLogger()})
 		require.NoError(t, err)
 		go func() { _ = srv.Serve(ln) }()

@@ -127,7 +127,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("-store %q: want one of %v", *storeName, store.Kinds)
 	}
 	cfg := kvs.Config{VirtualNodes: *vnodes, FrameTimeout: *frameTimeout, Logger: log, Store: st,
-		Replicas: *rf, Shards: *shards, DataDir: *dataDir, InMemory: *inMemory, NoSync: *noSync, RaftLog: logFormat, Raft: timing, ReadMode: *readMode, Identity: id, Limits: lim}
+		RF: *rf, Shards: *shards, DataDir: *dataDir, InMemory: *inMemory, NoSync: *noSync, RaftLog: logFormat, Raft: timing, ReadMode: *readMode, Identity: id, Limits: lim}
 	if *raftVia != "" {
 		via, err := parseVia(*raftVia)
 		if err != nil {
@@ -175,7 +175,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			// The cluster's RF and shards are known once it answers.
 			log.Info("joining", append([]any{"through", cfg.Join, "self", cfg.Self}, timingArgs...)...)
 		} else {
-			log.Info("replicated", append([]any{"rf", cfg.Replicas, "shards", cfg.Shards}, timingArgs...)...)
+			log.Info("replicated", append([]any{"rf", cfg.RF, "shards", cfg.Shards}, timingArgs...)...)
 		}
 		if cfg.NoSync {
 			log.Warn("WARNING: -unsafe-nosync: the Raft log is not fsynced; acknowledged writes can be lost if a majority of a shard's machines crash")

@@ -33,7 +33,7 @@ func (c *Cluster) MembershipAdmin() client.Admin {
 // Client returns a client of the cluster's members, closed when t ends;
 // tweak edits its configuration first.
 func (c *Cluster) Client(t testing.TB, tweak ...func(*client.Config)) *client.Client {
-	cfg := client.Config{Servers: c.Members(), Shards: c.shards, Replicas: c.rf, MaxBatchOps: 64, TLS: c.Admin().TLS}
+	cfg := client.Config{Servers: c.Members(), Shards: c.shards, RF: c.rf, MaxBatchOps: 64, TLS: c.Admin().TLS}
 	for _, f := range tweak {
 		f(&cfg)
 	}
@@ -105,8 +105,8 @@ func (c *Cluster) WaitLeaders() {
 // members and with the certificate that may change membership, that logs
 // its steps to t and calls onStep (if set) with each. It is closed when
 // t ends.
-func (c *Cluster) Driver(t testing.TB, onStep func(line string)) *membership.Cluster {
-	drv := &membership.Cluster{Admin: c.MembershipAdmin(), Seeds: c.Members(), CatchUp: 5 * time.Second, RPCTimeout: 3 * time.Second,
+func (c *Cluster) Driver(t testing.TB, onStep func(line string)) *membership.Driver {
+	drv := &membership.Driver{Admin: c.MembershipAdmin(), Seeds: c.Members(), CatchUp: 5 * time.Second, RPCTimeout: 3 * time.Second,
 		Progress: func(line string) {
 			t.Log(line)
 			if onStep != nil {

@@ -99,7 +99,7 @@ func New(t testing.TB, n, rf, shards int, opts ...Option) *Cluster {
 // WithInitial) starts with Config.Join set to server 0.
 func (c *Cluster) Start(i int) {
 	c.t.Helper()
-	cfg := kvs.Config{Self: c.addrs[i], Peers: c.addrs, Replicas: c.rf, Shards: c.shards, DataDir: c.dirs[i],
+	cfg := kvs.Config{Self: c.addrs[i], Peers: c.addrs, RF: c.rf, Shards: c.shards, DataDir: c.dirs[i],
 		InMemory: c.inMemory, Logger: c.logger.With("server", i), DialRaft: c.links.Dialer(i, c.addrs), Raft: c.timing, Identity: c.nodeID,
 		ReadMode: c.readMode}
 	if c.initial > 0 {

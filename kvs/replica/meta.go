@@ -54,7 +54,7 @@ func (s *Set) StoredMap() (*shard.Map, error) {
 	if !ok {
 		return nil, nil
 	}
-	var l wire.Layout
+	var l wire.ClusterMap
 	if err := json.Unmarshal(raw, &l); err != nil {
 		return nil, fmt.Errorf("replica: the meta group's map: %w", err)
 	}

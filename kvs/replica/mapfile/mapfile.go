@@ -29,7 +29,7 @@ func Load(dir string) (*shard.Map, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replica: saved map: %w", err)
 	}
-	var l wire.Layout
+	var l wire.ClusterMap
 	if err := json.Unmarshal(raw, &l); err != nil {
 		return nil, fmt.Errorf("replica: saved map %s: %w", filepath.Join(dir, Name), err)
 	}

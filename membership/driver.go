@@ -42,11 +42,11 @@ import (
 	"github.com/batchkv/batchkv/wire"
 )
 
-// Cluster drives membership changes through the admin RPCs of a
-// replicated cluster's servers. One Cluster (one kvsctl) should change a
+// Driver drives membership changes through the admin RPCs of a
+// replicated cluster's servers. One Driver (one kvsctl) should change a
 // cluster at a time; the meta group's compare-and-set on the epoch makes
 // a second one fail rather than undo the first's changes.
-type Cluster struct {
+type Driver struct {
 	// Admin reaches the servers (its TLS config, if any).
 	Admin client.Admin
 	// Seeds are members to ask for the map first.
@@ -90,20 +90,20 @@ const DefaultCatchUp = 2 * time.Minute
 // shard elects one.
 const retryFor = 15 * time.Second
 
-func (c *Cluster) say(format string, args ...any) {
+func (c *Driver) say(format string, args ...any) {
 	if c.Progress != nil {
 		c.Progress(fmt.Sprintf(format, args...))
 	}
 }
 
-func (c *Cluster) timeout() time.Duration {
+func (c *Driver) timeout() time.Duration {
 	if c.RPCTimeout > 0 {
 		return c.RPCTimeout
 	}
 	return 10 * time.Second
 }
 
-func (c *Cluster) catchUp() time.Duration {
+func (c *Driver) catchUp() time.Duration {
 	if c.CatchUp > 0 {
 		return c.CatchUp
 	}
@@ -111,7 +111,7 @@ func (c *Cluster) catchUp() time.Duration {
 }
 
 // call makes one membership op at addr.
-func (c *Cluster) call(addr string, req wire.MembershipRequest) (wire.MembershipReply, error) {
+func (c *Driver) call(addr string, req wire.MembershipRequest) (wire.MembershipReply, error) {
 	var rep wire.MembershipReply
 	return rep, c.invoke(addr, wire.MembershipMethod, &req, &rep)
 }
@@ -126,7 +126,7 @@ func refused(err error) bool {
 // atLeader makes op at the leader of shard sh (or of the meta group),
 // trying candidates in turn and following leader hints until one answers
 // as leader, for up to retryFor.
-func (c *Cluster) atLeader(candidates []string, req wire.MembershipRequest) (string, wire.MembershipReply, error) {
+func (c *Driver) atLeader(candidates []string, req wire.MembershipRequest) (string, wire.MembershipReply, error) {
 	deadline := time.Now().Add(retryFor)
 	var lastErr error
 	next := slices.Clone(candidates)
@@ -170,7 +170,7 @@ func (c *Cluster) atLeader(candidates []string, req wire.MembershipRequest) (str
 }
 
 // Map returns the cluster's current map, read at the meta group's leader.
-func (c *Cluster) Map() (*shard.Map, error) {
+func (c *Driver) Map() (*shard.Map, error) {
 	c.cache.Lock()
 	hint := c.cache.m
 	c.cache.Unlock()
@@ -212,7 +212,7 @@ func (c *Cluster) Map() (*shard.Map, error) {
 }
 
 // remember caches m unless a newer map is cached.
-func (c *Cluster) remember(m *shard.Map) {
+func (c *Driver) remember(m *shard.Map) {
 	c.cache.Lock()
 	defer c.cache.Unlock()
 	if c.cache.m == nil || m.Epoch > c.cache.m.Epoch {
@@ -227,7 +227,7 @@ var ErrStale = errors.New("membership: the map changed since it was read")
 // commit makes next (epoch cur.Epoch+1) the cluster's map and tells every
 // server of cur and next about it. It fails with ErrStale if the map is
 // no longer cur.
-func (c *Cluster) commit(cur, next *shard.Map) error {
+func (c *Driver) commit(cur, next *shard.Map) error {
 	next.Epoch = cur.Epoch + 1
 	if err := next.Validate(); err != nil {
 		return err
@@ -247,7 +247,7 @@ func (c *Cluster) commit(cur, next *shard.Map) error {
 
 // commitPlacement sets shard sh's replicas to reps in the current map,
 // reading it again and retrying when a concurrent move committed first.
-func (c *Cluster) commitPlacement(sh int, reps []string) (*shard.Map, error) {
+func (c *Driver) commitPlacement(sh int, reps []string) (*shard.Map, error) {
 	var err error
 	for attempt := 0; attempt < commitAttempts; attempt++ {
 		var cur *shard.Map
@@ -270,7 +270,7 @@ func (c *Cluster) commitPlacement(sh int, reps []string) (*shard.Map, error) {
 const commitAttempts = 20
 
 // background runs f off the moves' critical path; Close waits for it.
-func (c *Cluster) background(f func()) {
+func (c *Driver) background(f func()) {
 	c.bg.Add(1)
 	go func() {
 		defer c.bg.Done()
@@ -281,7 +281,7 @@ func (c *Cluster) background(f func()) {
 // closing runs do, the closing of shard sh's replica on addr, in the
 // background; awaitClose waits for it, so that a later move that opens a
 // replica of sh on addr does not have the new one closed under it.
-func (c *Cluster) closing(sh int, addr string, do func()) {
+func (c *Driver) closing(sh int, addr string, do func()) {
 	done := make(chan struct{})
 	c.closes.Store(closeKey{sh, addr}, done)
 	c.background(func() {
@@ -290,7 +290,7 @@ func (c *Cluster) closing(sh int, addr string, do func()) {
 	})
 }
 
-func (c *Cluster) awaitClose(sh int, addr string) {
+func (c *Driver) awaitClose(sh int, addr string) {
 	if done, ok := c.closes.Load(closeKey{sh, addr}); ok {
 		<-done.(chan struct{})
 	}
@@ -303,7 +303,7 @@ type closeKey struct {
 
 // publish gives m to its members and to others (best effort: a server
 // that misses it learns it from the meta group within a second).
-func (c *Cluster) publish(m *shard.Map, others []string) {
+func (c *Driver) publish(m *shard.Map, others []string) {
 	to := slices.Clone(m.Servers)
 	for _, o := range others {
 		if !slices.Contains(to, o) {
@@ -333,7 +333,7 @@ func (c *Cluster) publish(m *shard.Map, others []string) {
 const publishWait = 2 * time.Second
 
 // members returns shard sh's Raft configuration as its leader has it.
-func (c *Cluster) members(m *shard.Map, sh int) (leader string, rep wire.MembershipReply, err error) {
+func (c *Driver) members(m *shard.Map, sh int) (leader string, rep wire.MembershipReply, err error) {
 	return c.atLeader(m.Replicas(sh), wire.MembershipRequest{Op: wire.Members, Shard: sh})
 }
 
