@@ -16,7 +16,7 @@
 //   - A CRC-32C on every entry, checked whenever one is read
 //     (checkedlog.go), and before Raft reads anything, a check of the
 //     whole log, the WAL's tail (waltail.go) and the latest snapshot
-//     (verify.go): damage is ErrCorrupt, never served.
+//     (opencheck.go): damage is ErrCorrupt, never served.
 //   - Durability through power cuts (durable.go): every directory entry
 //     a file depends on is synced, and snapshots' directories too.
 //   - Full disks (spacelog.go): the log refuses commands while the
