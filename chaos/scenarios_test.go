@@ -1,9 +1,7 @@
 package chaos
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,26 +11,13 @@ import (
 
 	"github.com/batchkv/batchkv/chaos/experiment"
 	"github.com/batchkv/batchkv/chaos/load"
+	"github.com/batchkv/batchkv/chaos/procs"
 )
 
 // serverBin is the kvsserver binary TestMain builds for the scenarios.
 var serverBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "batchkv-chaos-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	serverBin = filepath.Join(dir, "kvsserver")
-	if out, err := exec.Command("go", "build", "-o", serverBin, "github.com/batchkv/batchkv/cmd/kvsserver").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building kvsserver: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(procs.RunWithServerBinary(m, &serverBin)) }
 
 // shortOptions shrinks a scenario to a few seconds and a light load.
 func shortOptions(t *testing.T, name string) experiment.Options {

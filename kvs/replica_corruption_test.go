@@ -24,13 +24,6 @@ import (
 	"github.com/batchkv/batchkv/wire"
 )
 
-// String returns the log lines so far.
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // bigValue is key i's value: size bytes that name the key, so that a
 // test can find it in a replica's files.
 func bigValue(size int) func(int) string {
@@ -168,7 +161,7 @@ func corruptionTrial(t *testing.T, cc corruptionCase, leaderVictim bool) corrupt
 			}
 		}
 	}()
-	logs := &lockedBuffer{}
+	logs := &clustertest.LogBuffer{}
 	c.SetLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	c.Start(victim)
 	rebuiltMsg := "replica rebuilt from its peers"
@@ -308,7 +301,7 @@ func TestStartupCheckRebuildsADifferingReplica(t *testing.T) {
 	c.Stop(1)
 	segs := walSegments(t, filepath.Join(c.Dirs()[1], "shard-0"))
 	flipValue(t, segs[len(segs)-1], value(300))
-	logs := &lockedBuffer{}
+	logs := &clustertest.LogBuffer{}
 	c.SetLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	c.Start(1)
 	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "replica rebuilt from its peers") },

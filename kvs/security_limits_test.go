@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batchkv/batchkv/client"
+	"github.com/batchkv/batchkv/internal/clustertest"
 	"github.com/batchkv/batchkv/kvs"
 	"github.com/batchkv/batchkv/wire"
 )
@@ -264,7 +265,7 @@ func TestIdleConnectionsAreReaped(t *testing.T) {
 // TestConnectionCapPerHost: a host at its cap has further connections
 // closed at once, and logged; another host is still served.
 func TestConnectionCapPerHost(t *testing.T) {
-	logs := &lockedBuffer{}
+	logs := &clustertest.LogBuffer{}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	srv, err := kvs.New(kvs.Config{Logger: slog.New(slog.NewTextHandler(logs, nil)), Limits: kvs.Limits{MaxConnsPerHost: 10}})
@@ -284,7 +285,7 @@ func TestConnectionCapPerHost(t *testing.T) {
 	_ = extra.SetReadDeadline(time.Now().Add(5 * time.Second))
 	_, err = extra.Read(make([]byte, 1))
 	require.ErrorIs(t, err, io.EOF, "the 11th connection from one host is closed at once")
-	require.Equal(t, 1, logs.count("refusing connection"))
+	require.Equal(t, 1, logs.Count("refusing connection"))
 
 	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
 	other, err := d.Dial("tcp", addr)
@@ -399,7 +400,7 @@ func TestAcceptSurvivesEMFILE(t *testing.T) {
 	cmd := helperCommand(t, "ulimit -n 64 && exec \"$0\" -test.run='^TestAcceptSurvivesEMFILE$'")
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	var stderr lockedBuffer
+	var stderr clustertest.LogBuffer
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
@@ -408,7 +409,7 @@ func TestAcceptSurvivesEMFILE(t *testing.T) {
 	addr = strings.TrimSpace(addr)
 
 	storm := openConns(t, addr, "nothing", 300)
-	require.Eventually(t, func() bool { return stderr.count("accept failed; retrying") > 0 }, 10*time.Second, 20*time.Millisecond,
+	require.Eventually(t, func() bool { return stderr.Count("accept failed; retrying") > 0 }, 10*time.Second, 20*time.Millisecond,
 		"the storm should exhaust the server's descriptors")
 	for _, c := range storm {
 		_ = c.Close()

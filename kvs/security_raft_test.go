@@ -10,8 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +18,7 @@ import (
 
 	"github.com/batchkv/batchkv/auth"
 	"github.com/batchkv/batchkv/client"
+	"github.com/batchkv/batchkv/internal/clustertest"
 	"github.com/batchkv/batchkv/kvs"
 	"github.com/batchkv/batchkv/kvs/replica/transport"
 	"github.com/batchkv/batchkv/wire"
@@ -33,29 +32,11 @@ import (
 // writes k1=PWNED, an InstallSnapshot of an empty shard, one with a
 // garbage configuration, and an AppendEntries with an index gap.
 
-// lockedBuffer collects the servers' log lines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) count(s string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Count(l.b.String(), s)
-}
-
 // secCluster is three replicated servers on 127.0.0.1, .2 and .3.
 type secCluster struct {
 	addrs   []string
 	servers []*kvs.Server
-	logs    *lockedBuffer
+	logs    *clustertest.LogBuffer
 	admin   client.Admin
 	client  *tls.Config // the clients' TLS; nil for a plaintext cluster
 }
@@ -82,7 +63,7 @@ func loadID(t *testing.T, dir, name string) *auth.Identity {
 
 // newSecCluster starts the cluster, with TLS from dir unless dir is "".
 func newSecCluster(t *testing.T, dir string) *secCluster {
-	c := &secCluster{logs: &lockedBuffer{}}
+	c := &secCluster{logs: &clustertest.LogBuffer{}}
 	var lns []net.Listener
 	for i := 1; i <= 3; i++ {
 		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.%d:0", i))
@@ -285,7 +266,7 @@ func TestRaftRefusesOutsiders(t *testing.T) {
 	v, err := cl.Get(ctx, "k1")
 	require.NoError(t, err)
 	require.Equal(t, "v1", v)
-	logged := c.logs.count("TLS handshake failed") + c.logs.count("refusing raft connection")
+	logged := c.logs.Count("TLS handshake failed") + c.logs.Count("refusing raft connection")
 	require.GreaterOrEqual(t, logged, attempts, "every attempt is logged")
 	t.Logf("%d attempts, %d refusals logged; term %d, leader %s unchanged", attempts, logged, before.Term, before.Leader)
 }

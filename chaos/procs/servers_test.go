@@ -2,10 +2,7 @@ package procs
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -18,21 +15,7 @@ import (
 // serverBin is the kvsserver binary TestMain builds for the tests.
 var serverBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "batchkv-procs-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	serverBin = filepath.Join(dir, "kvsserver")
-	if out, err := exec.Command("go", "build", "-o", serverBin, "github.com/batchkv/batchkv/cmd/kvsserver").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building kvsserver: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(RunWithServerBinary(m, &serverBin)) }
 
 // TestClusterOverTLS: harness servers with TLS serve a client with the
 // loads' certificate and the admin RPCs with the node's, over their fault

@@ -15,6 +15,7 @@ import (
 
 	"github.com/batchkv/batchkv/auth"
 	"github.com/batchkv/batchkv/internal/cli"
+	"github.com/batchkv/batchkv/internal/clustertest"
 	"github.com/batchkv/batchkv/internal/tlsflags"
 )
 
@@ -101,7 +102,7 @@ func TestMembershipOnFixedRing(t *testing.T) {
 // TestMoveToAHolderIsANoOp: move SHARD ADDR where ADDR already holds a
 // replica of SHARD (as after add-server) says so and succeeds.
 func TestMoveToAHolderIsANoOp(t *testing.T) {
-	addrs := startRF3(t, 3).addrs
+	addrs := startRF3(t, 3).Addrs()
 	var out bytes.Buffer
 	require.NoError(t, run([]string{"-hosts", addrs[0], "move", "1", addrs[2]}, &out, io.Discard))
 	require.Contains(t, out.String(), "shard 1 already has a replica on "+addrs[2])
@@ -111,8 +112,8 @@ func TestMoveToAHolderIsANoOp(t *testing.T) {
 // TestProbeIsTitledAndBounded: probe prints a title, a line per write and
 // a summary, and stops after -for.
 func TestProbeIsTitledAndBounded(t *testing.T) {
-	addrs := startRF3(t, 3).addrs
-	var out syncBuffer
+	addrs := startRF3(t, 3).Addrs()
+	var out clustertest.LogBuffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run([]string{"-hosts", addrs[0], "probe", "-for", "1s", "-interval", "20ms", "0"}, &out, io.Discard)

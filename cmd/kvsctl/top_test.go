@@ -66,7 +66,7 @@ func nodeOps(out string) map[string]float64 {
 // RF=3 cluster prints a row per server, each with ops/s above zero, and
 // a row per shard naming its leader and each replica's lag.
 func TestTopOnceShowsEveryNodeUnderLoad(t *testing.T) {
-	addrs := startRF3(t, 3).addrs
+	addrs := startRF3(t, 3).Addrs()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for range 4 {
@@ -103,8 +103,8 @@ func TestTopOnceShowsEveryNodeUnderLoad(t *testing.T) {
 // row saying so, and the others are still shown.
 func TestTopShowsAnUnreachableServer(t *testing.T) {
 	c := startRF3(t, 3)
-	addrs := c.addrs
-	require.NoError(t, c.servers[2].Close())
+	addrs := c.Addrs()
+	c.Stop(2)
 	var out bytes.Buffer
 	require.NoError(t, run([]string{"-hosts", addrs[0], "top", "-once", "-interval", "200ms"}, &out, io.Discard))
 	require.Regexp(t, `(?m)^`+addrs[2]+`\s+unreachable`, out.String())

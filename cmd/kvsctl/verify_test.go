@@ -24,7 +24,7 @@ import (
 // catch), verify names that replica and fails.
 func TestVerifyNamesTheReplicaThatDiffers(t *testing.T) {
 	c := startRF3(t, 1)
-	addrs := c.addrs
+	addrs := c.Addrs()
 	cl, err := client.New(client.Config{Servers: addrs, Shards: 1, RF: 3})
 	require.NoError(t, err)
 	defer cl.Close()
@@ -41,8 +41,8 @@ func TestVerifyNamesTheReplicaThatDiffers(t *testing.T) {
 	require.Contains(t, out.String(), "all 1 shards: every replica has the same content")
 
 	// Server 0 leads (the preferred replica), so 1 is a follower.
-	require.NoError(t, c.servers[1].Close())
-	segs, err := filepath.Glob(filepath.Join(c.dirs[1], "shard-0", "wal", "*.wal"))
+	c.Stop(1)
+	segs, err := filepath.Glob(filepath.Join(c.Dirs()[1], "shard-0", "wal", "*.wal"))
 	require.NoError(t, err)
 	slices.Sort(segs)
 	raw, err := os.ReadFile(segs[len(segs)-1])
@@ -57,7 +57,7 @@ func TestVerifyNamesTheReplicaThatDiffers(t *testing.T) {
 	defer bugswitch.UncheckedData.Store(false)
 	bugswitch.NoStartupCheck.Store(true) // it would rebuild the replica
 	defer bugswitch.NoStartupCheck.Store(false)
-	c.restart(1)
+	c.Start(1)
 	out.Reset()
 	err = run([]string{"-hosts", hosts, "verify", "-within", "20s"}, &out, io.Discard)
 	require.Error(t, err, out.String())

@@ -15,6 +15,7 @@ import (
 
 	"github.com/batchkv/batchkv/auth"
 	"github.com/batchkv/batchkv/internal/cli"
+	"github.com/batchkv/batchkv/internal/clustertest"
 )
 
 // TestHelpExitsZero: -help prints the usage, with real argument names,
@@ -82,7 +83,7 @@ func TestJoinLogsClusterLayout(t *testing.T) {
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	require.NoError(t, ln.Close())
 	ctx, cancel := context.WithCancel(context.Background())
-	var logs syncBuffer
+	var logs clustertest.LogBuffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"-port", port, "-join", addrs[0], "-data-dir", t.TempDir(), "-report", "0"}, io.Discard, &logs)
