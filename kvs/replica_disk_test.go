@@ -156,6 +156,35 @@ type fullReplicaRun struct {
 	handOver time.Duration // from the fill until the full server led nothing
 	fullLed  bool          // the full server led a shard after handing over
 	catchUp  time.Duration // from freeing the disk until every replica was equal
+	// maxStall is the longest this test process itself was kept from
+	// running during the fault (a 5 ms ticker's largest delay): servers
+	// and client share it, so no gap can be shorter. go test ./... runs
+	// other packages' load tests on the same cores at the same time.
+	maxStall time.Duration
+}
+
+// stallWatch measures, until stop is called, the longest a 5 ms ticker
+// of this process was late: how long the process was kept from running.
+func stallWatch() (stop func() time.Duration) {
+	const tick = 5 * time.Millisecond
+	done, result := make(chan struct{}), make(chan time.Duration, 1)
+	go func() {
+		var worst time.Duration
+		last := time.Now()
+		tk := time.NewTicker(tick)
+		defer tk.Stop()
+		for {
+			select {
+			case <-done:
+				result <- worst
+				return
+			case now := <-tk.C:
+				worst = max(worst, now.Sub(last)-tick)
+				last = now
+			}
+		}
+	}()
+	return func() time.Duration { close(done); return <-result }
 }
 
 // runFullReplica fills the disk of server 2 of three (RF=3, three shards:
@@ -181,6 +210,7 @@ func runFullReplica(t *testing.T, faultFor time.Duration) fullReplicaRun {
 	time.Sleep(500 * time.Millisecond)
 
 	var run fullReplicaRun
+	stalls := stallWatch()
 	from := time.Now()
 	disk.fillTo(16 << 20)
 	require.Eventually(t, func() bool { d := c.diskOf(2); return d != nil && d.Full }, 2*time.Second, 20*time.Millisecond,
@@ -194,6 +224,7 @@ func runFullReplica(t *testing.T, faultFor time.Duration) fullReplicaRun {
 		run.fullLed = run.fullLed || c.Leads(2)
 	}
 	run.maxGap = w.maxGap(from, time.Now())
+	run.maxStall = stalls()
 
 	disk.emptyFiller()
 	freed := time.Now()
@@ -203,8 +234,8 @@ func runFullReplica(t *testing.T, faultFor time.Duration) fullReplicaRun {
 	require.Eventually(t, c.CaughtUp, 30*time.Second, 100*time.Millisecond, "the full replica never caught up")
 	run.catchUp = time.Since(freed)
 	w.checkNoneLost(t, cl)
-	t.Logf("one follower full for %v: longest time without an acknowledged batch %v, leadership handed over after %v, caught up %v after the disk was freed; statuses %v",
-		faultFor, run.maxGap, run.handOver, run.catchUp, w.statuses)
+	t.Logf("one follower full for %v: longest time without an acknowledged batch %v (this process stalled for up to %v), leadership handed over after %v, caught up %v after the disk was freed; statuses %v",
+		faultFor, run.maxGap, run.maxStall, run.handOver, run.catchUp, w.statuses)
 	return run
 }
 
@@ -223,7 +254,9 @@ func TestReplicatedDiskFullFollower(t *testing.T) {
 	run := runFullReplica(t, 5*time.Second)
 	require.Less(t, run.handOver, time.Second)
 	require.False(t, run.fullLed, "the full server was handed leadership")
-	require.Less(t, run.maxGap, maxFullGap)
+	// A stall of the whole process (the machine busy with other tests)
+	// delays every batch alike; the bound is on what the cluster adds.
+	require.Less(t, run.maxGap, maxFullGap+run.maxStall)
 }
 
 // TestReplicatedDiskFullCheckCatchesHandBackToFull plants the bug issue
@@ -233,7 +266,7 @@ func TestReplicatedDiskFullCheckCatchesHandBackToFull(t *testing.T) {
 	leadership.SetHandBackToFullForTest(true)
 	defer leadership.SetHandBackToFullForTest(false)
 	run := runFullReplica(t, 5*time.Second)
-	require.True(t, run.fullLed || run.maxGap >= maxFullGap,
+	require.True(t, run.fullLed || run.maxGap >= maxFullGap+run.maxStall,
 		"the planted hand-back to a full replica went unnoticed: longest gap %v", run.maxGap)
 }
 

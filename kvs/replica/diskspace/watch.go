@@ -121,8 +121,12 @@ func (d *Watch) watch() {
 	}
 }
 
-// watchPeers asks each peer for its disk in turn. A peer that does not
-// answer is not known full: Raft deals with peers that are gone.
+// watchPeers asks each peer for its disk in turn. A peer never heard from
+// is not known full (Raft deals with peers that are gone); a peer that
+// does not answer one poll keeps what it said last: under load an answer
+// can miss the poll's deadline, and forgetting that a full peer is full
+// let leaders hand it their leadership, each try holding the shard's
+// writes for about a second.
 func (d *Watch) watchPeers() {
 	defer d.wg.Done()
 	tick := time.NewTicker(PeerEvery)
@@ -135,7 +139,10 @@ func (d *Watch) watchPeers() {
 		}
 		for _, p := range d.peers() {
 			st, err := d.peerStat(p, wire.StatusRequest{DiskOnly: true}, PeerEvery)
-			full := err == nil && st.Disk != nil && st.Disk.Full
+			if err != nil {
+				continue
+			}
+			full := st.Disk != nil && st.Disk.Full
 			d.mu.Lock()
 			if full != d.peerFull[p] {
 				d.log.Info("peer's data dir", "peer", p, "full", full)
