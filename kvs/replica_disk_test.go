@@ -152,7 +152,7 @@ func (c *replCluster) diskMetric(i int, name string) float64 {
 // fullReplicaRun is what the client and the cluster did while one
 // server's disk was full.
 type fullReplicaRun struct {
-	maxGap   time.Duration // longest time without an acknowledged batch
+	maxGap time.Duration // longest time without an acknowledged batch
 	// gapAfter is the same from shortly after the hand-over on: what
 	// leaders do with a full replica once it leads nothing (the hand-backs
 	// the planted bug makes), apart from the hand-over's own pause.
