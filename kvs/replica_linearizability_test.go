@@ -95,22 +95,29 @@ func TestReplicatedLinearizableUnderFaults(t *testing.T) {
 	require.Equal(t, porcupine.Ok, check(t, h.Ops()))
 }
 
+// staleReadCluster starts the cluster of the stale-read scenarios (the
+// stale-read bug planted or not) and returns it with 4 keys of one shard
+// whose preferred leader is server 0, and that shard, once it has a leader.
+func staleReadCluster(t *testing.T, plant bool) (c *replCluster, keys []string, sh int) {
+	c = newReplCluster(t, 3, 3, 3, plantStaleReads(plant))
+	layout, err := shard.New(c.Addrs(), 3, 3, 0)
+	require.NoError(t, err)
+	for i := 0; len(keys) < 4; i++ {
+		if k := fmt.Sprintf("key%d", i); layout.Preferred(layout.Shard(k)) == 0 {
+			keys = append(keys, k)
+		}
+	}
+	sh = layout.Shard(keys[0])
+	c.WaitLeader(sh, -1)
+	return c, keys, sh
+}
+
 // staleReadScenario writes keys through the leaders while server x, the
 // preferred leader of the keys' shard, is cut off from Raft, then reads
 // them with fresh clients, which ask x first. It returns the history.
 func staleReadScenario(t *testing.T, plant bool) []porcupine.Operation {
-	c := newReplCluster(t, 3, 3, 3, plantStaleReads(plant))
-	layout, err := shard.New(c.Addrs(), 3, 3, 0)
-	require.NoError(t, err)
-	const x = 0
-	var keys []string
-	for i := 0; len(keys) < 4; i++ {
-		if k := fmt.Sprintf("key%d", i); layout.Preferred(layout.Shard(k)) == x {
-			keys = append(keys, k)
-		}
-	}
-	sh := layout.Shard(keys[0])
-	c.WaitLeader(sh, -1)
+	c, keys, sh := staleReadCluster(t, plant)
+	const x = 0 // the keys' preferred leader (staleReadCluster)
 	h := linz.NewHistory()
 	do := func(id int, op wire.Op) {
 		cl := c.Client(t, func(cfg *client.Config) { cfg.AttemptTimeout = time.Second })

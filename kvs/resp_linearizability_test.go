@@ -3,7 +3,6 @@ package kvs_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -15,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batchkv/batchkv/internal/linz"
-	"github.com/batchkv/batchkv/shard"
 	"github.com/batchkv/batchkv/wire"
 )
 
@@ -117,18 +115,8 @@ func TestRESPLinearizableThroughLeaderKill(t *testing.T) {
 // written through server x+1 while server x, the preferred leader of the
 // keys' shard, is cut off from Raft, then read through x.
 func respStaleReadScenario(t *testing.T, plant bool) []porcupine.Operation {
-	c := newReplCluster(t, 3, 3, 3, plantStaleReads(plant))
-	layout, err := shard.New(c.Addrs(), 3, 3, 0)
-	require.NoError(t, err)
-	const x = 0
-	var keys []string
-	for i := 0; len(keys) < 4; i++ {
-		if k := fmt.Sprintf("key%d", i); layout.Preferred(layout.Shard(k)) == x {
-			keys = append(keys, k)
-		}
-	}
-	sh := layout.Shard(keys[0])
-	c.WaitLeader(sh, -1)
+	c, keys, sh := staleReadCluster(t, plant)
+	const x = 0 // the keys' preferred leader (staleReadCluster)
 	h := linz.NewHistory()
 	do := func(id, server int, op wire.Op) {
 		rc := redisClient(t, c.Addrs()[server], 2, nil)
