@@ -2,6 +2,7 @@ package kvs_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -85,8 +86,18 @@ var corruptionCases = []corruptionCase{
 		states, err := filepath.Glob(filepath.Join(dir, "snapshots", "*", "state.bin"))
 		require.NoError(t, err)
 		require.NotEmpty(t, states)
-		slices.Sort(states) // names start with the term and index
-		return states[len(states)-1]
+		// A snapshot's dir is named term-index-time: the latest has the
+		// highest term and index, compared as numbers ("2-3-" sorts after
+		// "2-12-" as text).
+		termIndex := func(path string) (term, index int) {
+			_, _ = fmt.Sscanf(filepath.Base(filepath.Dir(path)), "%d-%d-", &term, &index)
+			return term, index
+		}
+		return slices.MaxFunc(states, func(a, b string) int {
+			ta, ia := termIndex(a)
+			tb, ib := termIndex(b)
+			return cmp.Or(cmp.Compare(ta, tb), cmp.Compare(ia, ib))
+		})
 	}},
 }
 
@@ -124,9 +135,13 @@ func corruptionTrial(t *testing.T, cc corruptionCase, leaderVictim bool) corrupt
 	if cc.snapshots {
 		// A snapshot that holds every key: one taken after the writes
 		// (a few more entries make the shard take one).
-		st, err := c.Status(victim)
-		require.NoError(t, err)
-		written := st.Shards[0].Applied
+		// Every write is applied by the leader; a follower may still lag.
+		var written uint64
+		for i := range c.Addrs() {
+			st, err := c.Status(i)
+			require.NoError(t, err)
+			written = max(written, st.Shards[0].Applied)
+		}
 		require.Eventually(t, func() bool {
 			pad++
 			clustertest.PutAll(t, cl, fmt.Sprintf("pad%d-", pad), 1, value)
