@@ -18,7 +18,6 @@ import (
 type call struct {
 	backend.Call        // its connection's reply budget, and what the reply holds charged
 	clientSeq    uint64 // the sequence number the client gave
-	start        time.Time
 }
 
 // charges is what cl's reply values are charged to; nil for no call.
@@ -68,7 +67,7 @@ func (c *serverCodec) ReadRequestHeader(r *rpc.Request) error {
 	// The client's sequence numbers need not be unique; calls are tracked
 	// by the codec's own, and the client's is put back in the reply.
 	c.next++
-	c.cur = &call{Call: backend.Call{Conn: c.st.replies}, clientSeq: r.Seq, start: time.Now()}
+	c.cur = &call{Call: backend.Call{Conn: c.st.replies}, clientSeq: r.Seq}
 	r.Seq = c.next
 	c.mu.Lock()
 	c.calls[r.Seq] = c.cur
@@ -122,7 +121,6 @@ func (c *serverCodec) WriteResponse(r *rpc.Response, x any) error {
 		c.s.drop(c.st)
 	}
 	if cl != nil {
-		c.s.stats.AddRequestTime(time.Since(cl.start))
 		c.s.releaseCall(cl)
 		c.st.inflight.Add(-1)
 		<-c.slots

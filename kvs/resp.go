@@ -27,7 +27,7 @@ type respLink struct {
 // Begin implements respserver.Link.
 func (l *respLink) Begin() {
 	l.st.inflight.Add(1)
-	l.cl = &call{Call: backend.Call{Conn: l.st.replies}, start: time.Now()}
+	l.cl = &call{Call: backend.Call{Conn: l.st.replies}}
 }
 
 // Batch implements respserver.Link.
@@ -37,9 +37,6 @@ func (l *respLink) Batch(args *wire.BatchArgs, reply *wire.BatchReply) {
 
 // End implements respserver.Link.
 func (l *respLink) End(served bool) {
-	if served {
-		l.s.stats.AddRequestTime(time.Since(l.cl.start))
-	}
 	l.s.releaseCall(l.cl)
 	l.cl = nil
 	l.st.inflight.Add(-1)

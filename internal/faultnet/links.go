@@ -104,11 +104,31 @@ func (l *Links) each(node int, f func(p *toxiproxy.Proxy, fromNode bool) error) 
 // SetLatency adds d to every byte sent to or from node over Raft, in both
 // directions of every link (a round trip grows by 2d); 0 removes it.
 func (l *Links) SetLatency(node int, d time.Duration) error {
-	return l.each(node, func(p *toxiproxy.Proxy, _ bool) error {
+	return l.setLatency(node, d, false)
+}
+
+// SetEgressLatency adds d to every byte node sends over Raft, and to
+// nothing it receives (a round trip grows by d), as netem delay on the
+// egress of node's interface does; 0 removes it. It and SetLatency set
+// the same fault: each replaces, or lifts, the other's.
+func (l *Links) SetEgressLatency(node int, d time.Duration) error {
+	return l.setLatency(node, d, true)
+}
+
+// setLatency adds d to node's Raft links: to what node sends only when
+// egressOnly, else both ways.
+func (l *Links) setLatency(node int, d time.Duration, egressOnly bool) error {
+	return l.each(node, func(p *toxiproxy.Proxy, fromNode bool) error {
+		// On a link node starts, its bytes go upstream; on a link that
+		// ends at node, they come back downstream.
+		sent := "downstream"
+		if fromNode {
+			sent = "upstream"
+		}
 		for _, stream := range []string{"upstream", "downstream"} {
 			name := "latency-" + stream
 			_ = p.Toxics.RemoveToxic(context.Background(), name)
-			if d <= 0 {
+			if d <= 0 || egressOnly && stream != sent {
 				continue
 			}
 			_, err := p.Toxics.AddToxicJson(strings.NewReader(fmt.Sprintf(

@@ -101,6 +101,24 @@ func TestLatencyDelaysBothWays(t *testing.T) {
 	require.Less(t, roundTrip(t, c, r), 100*time.Millisecond+fast)
 }
 
+// TestEgressLatencyDelaysOnlyWhatTheNodeSends: 150ms on what node 0
+// sends makes a round trip through either of its links take 150ms, once:
+// its requests on the link it opens are late, and so are its answers on
+// the link its peer opens, while what it receives is not.
+func TestEgressLatencyDelaysOnlyWhatTheNodeSends(t *testing.T) {
+	l := newTestLinks(t)
+	require.NoError(t, l.SetEgressLatency(0, 150*time.Millisecond))
+	for _, link := range [][2]int{{0, 1}, {1, 0}} {
+		c, r := dialGreeted(t, l, link[0], link[1])
+		rtt := roundTrip(t, c, r)
+		require.GreaterOrEqual(t, rtt, 150*time.Millisecond, "link %v", link)
+		require.Less(t, rtt, 290*time.Millisecond, "link %v: delayed both ways", link)
+	}
+	require.NoError(t, l.SetLatency(0, 0))
+	c, r := dialGreeted(t, l, 0, 1)
+	require.Less(t, roundTrip(t, c, r), 100*time.Millisecond)
+}
+
 // TestIsolateClosesConnections: cutting node 0 off ends its open
 // connections at once (the peer reads EOF or a reset, not silence) and
 // refuses new ones; healing lets connections through again.

@@ -76,11 +76,6 @@ type Config struct {
 	// tests set it, to plant a lease too long and show that the
 	// linearizability checker catches its stale reads.
 	LeaseUnchecked bool
-	// RequestTime returns the recent mean time a request spends in the
-	// server, from its arrival to its reply; the shards' commit gates hold
-	// entries when it is at least twice Timing.CommitWindow. Nil leaves
-	// them only their own measure (package commitgate).
-	RequestTime func() time.Duration
 	// Fatal is called when a replica finds its data damaged while it runs
 	// and the shard has no other replica to rebuild it from: the replica
 	// is closed, and the server should stop. Nil only logs it. (Damage

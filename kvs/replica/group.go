@@ -77,9 +77,6 @@ type groupConfig struct {
 	newStore  func() store.Store
 	sessionTT time.Duration
 	leases    bool
-	// requestTime is the server's recent mean time per request (nil: not
-	// known), for the commit gate.
-	requestTime func() time.Duration
 	// damaged is called when the replica finds its data damaged while it
 	// runs (a log entry or snapshot read for a follower); nil ignores it.
 	damaged func(error)
@@ -94,7 +91,7 @@ func openGroup(gc groupConfig) (g *Group, err error) {
 		stop: make(chan struct{}), heartbeat: gc.timing.HeartbeatTimeout, disk: gc.disk}
 	g.SetPlacement(gc.replicas)
 	g.lease = leadership.NewLease(gc.leases, gc.timing.LeaseRead)
-	g.gate = commitgate.New(commitgate.Config{Window: gc.timing.CommitWindow, RequestTime: gc.requestTime})
+	g.gate = commitgate.New(commitgate.Config{Window: gc.timing.CommitWindow})
 	g.fsm = fsm.New(fsm.Config{NewStore: gc.newStore, SessionTTL: gc.sessionTT})
 	if gc.damaged == nil {
 		gc.damaged = func(error) {}
@@ -309,6 +306,12 @@ func (g *Group) Write(entry []byte, timeout time.Duration) (Written, error) {
 		}
 		return Written{}, err
 	}
+	if plantedSecondTrip {
+		// The planted bug: a second round trip to the quorum per write.
+		if err := g.append(func() raft.Future { return g.raft.Barrier(timeout) }); err != nil {
+			return Written{}, err
+		}
+	}
 	res, _ := f.Response().(fsm.Result)
 	// An entry of this term committed: the lease runs from before it was
 	// appended. (A term that moved before the entry was appended is
@@ -323,8 +326,7 @@ func (g *Group) Write(entry []byte, timeout time.Duration) (Written, error) {
 // append passes the commit gate, appends an entry with add, and waits
 // for Raft's answer.
 func (g *Group) append(add func() raft.Future) error {
-	g.gate.Enter()
-	defer g.gate.Done()
+	defer g.gate.Done(g.gate.Enter())
 	return g.await(add())
 }
 

@@ -7,7 +7,6 @@ package stats
 import (
 	"math/bits"
 	"sync/atomic"
-	"time"
 
 	"github.com/batchkv/batchkv/wire"
 )
@@ -41,11 +40,6 @@ type Stats struct {
 	// bucket i holds sizes in (2^(i-1), 2^i], bucket 0 sizes 0 and 1.
 	BatchSizes [batchSizeBuckets]atomic.Uint64
 	BatchedOps atomic.Uint64 // ops in all batches, the sum of BatchSizes' sizes
-
-	// requestTime is the recent mean time from a request's header read to
-	// its reply written (RequestTime). A replicated shard's commit gate
-	// reads it.
-	requestTime movingMean
 }
 
 const (
@@ -92,10 +86,3 @@ func (s *Stats) CountResults(results []wire.Result) {
 		}
 	}
 }
-
-// AddRequestTime notes the time from a request's header read to its
-// reply written.
-func (s *Stats) AddRequestTime(d time.Duration) { s.requestTime.add(d) }
-
-// RequestTime returns the recent mean of the times AddRequestTime noted.
-func (s *Stats) RequestTime() time.Duration { return s.requestTime.get() }

@@ -11,10 +11,6 @@ type Config struct {
 	// Window is how long a held entry waits for the entries that arrive
 	// after it; 0 lets every entry go at once.
 	Window time.Duration
-	// RequestTime returns the server's recent mean time per request,
-	// from its arrival to its reply; nil leaves the gate only its own
-	// measure (the shard's rate of answers).
-	RequestTime func() time.Duration
 }
 
 // validate fills cfg's defaults: a negative Window turns the gate off,
@@ -26,5 +22,5 @@ func (cfg *Config) validate() {
 // New returns a gate with cfg's window.
 func New(cfg Config) *Gate {
 	cfg.validate()
-	return &Gate{limit: cfg.Window, requestTime: cfg.RequestTime}
+	return &Gate{limit: cfg.Window}
 }

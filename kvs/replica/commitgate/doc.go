@@ -3,10 +3,10 @@
 // leader passes each entry it appends through its gate:
 //
 //	gate := commitgate.New(commitgate.Config{Window: commitgate.DefaultWindow})
-//	gate.Enter() // may wait up to a window
+//	t := gate.Enter() // may wait up to a window
 //	f := r.Apply(entry, timeout)
 //	err := f.Error()
-//	gate.Done()
+//	gate.Done(t)
 //
 // A Gate is safe for concurrent use.
 package commitgate

@@ -30,27 +30,23 @@ func letGo(t *testing.T, entry <-chan time.Time, d time.Duration) time.Time {
 	}
 }
 
-// slowest is a rate of answered entries so low that commitSiblings alone
-// decides whether an entry is held.
-const slowest = 1e-9
-
 // TestCommitGateLetsFewEntriesGoAtOnce: with up to commitSiblings entries
 // in flight an entry is not held, however long the window; with the gate
 // off none is, however many are in flight; and an entry that finds the
 // others answered goes at once again.
 func TestCommitGateLetsFewEntriesGoAtOnce(t *testing.T) {
-	c := &Gate{limit: time.Hour, rate: slowest}
+	c := &Gate{limit: time.Hour, queue: time.Hour}
 	for range commitSiblings {
 		letGo(t, enterAsync(c), 5*time.Second)
 	}
 	require.Zero(t, c.held)
 	for range commitSiblings {
-		c.Done()
+		c.Done(Ticket{Released: time.Now()})
 	}
 	letGo(t, enterAsync(c), 5*time.Second)
 	require.Zero(t, c.held)
 
-	off := &Gate{rate: slowest}
+	off := &Gate{queue: time.Hour}
 	for range 10 * commitSiblings {
 		letGo(t, enterAsync(off), 5*time.Second)
 	}
@@ -64,7 +60,7 @@ func TestCommitGateLetsFewEntriesGoAtOnce(t *testing.T) {
 // one.
 func TestCommitGateHoldsEntriesForOneWindow(t *testing.T) {
 	const limit = time.Second
-	c := &Gate{limit: limit, rate: slowest}
+	c := &Gate{limit: limit, queue: time.Hour}
 	for range commitSiblings {
 		c.Enter()
 	}
@@ -88,65 +84,69 @@ func TestCommitGateHoldsEntriesForOneWindow(t *testing.T) {
 	require.EqualValues(t, 3, c.held)
 }
 
-// TestCommitGateHoldsOnlyAQueueAWindowDeep: at 10 entries answered a
-// second and a 1 s window, an entry is held only once 10 others are in
-// flight; before the first rate is measured, none is.
-func TestCommitGateHoldsOnlyAQueueAWindowDeep(t *testing.T) {
+// TestCommitGateHoldsOnlyForAQueueInRaft: with commitSiblings others in
+// flight, an entry is held once the queue in Raft is slowQueue windows
+// long, not at less, and never with fewer others in flight.
+func TestCommitGateHoldsOnlyForAQueueInRaft(t *testing.T) {
 	const limit = time.Second
-	c := &Gate{limit: limit, rate: 10}
-	for range 10 {
+	c := &Gate{limit: limit, queue: slowQueue*limit - time.Millisecond}
+	for range commitSiblings + 5 {
 		letGo(t, enterAsync(c), 5*time.Second)
 	}
-	require.Zero(t, c.held)
+	require.Zero(t, c.held, "a queue just short of slowQueue windows")
+
+	c.mu.Lock()
+	c.queue = slowQueue * limit
+	c.mu.Unlock()
 	entered := time.Now()
 	require.GreaterOrEqual(t, letGo(t, enterAsync(c), 10*time.Second).Sub(entered), limit)
-	require.EqualValues(t, 1, c.held)
+	require.EqualValues(t, 1, c.Held())
+
+	few := &Gate{limit: limit, queue: time.Hour}
+	for range commitSiblings {
+		letGo(t, enterAsync(few), 5*time.Second)
+	}
+	require.Zero(t, few.held)
 
 	unmeasured := &Gate{limit: time.Hour}
 	for range 100 {
 		letGo(t, enterAsync(unmeasured), 5*time.Second)
 	}
-	require.Zero(t, unmeasured.held)
+	require.Zero(t, unmeasured.held, "no queue measured yet")
 }
 
-// TestCommitGateMeasuresTheRate: the rate is measured once rateEvery has
-// passed, and each new measure moves it halfway.
-func TestCommitGateMeasuresTheRate(t *testing.T) {
+// answer counts n entries answered at at, each after inRaft in Raft.
+func answer(c *Gate, at time.Time, n int, inRaft time.Duration) {
+	for range n {
+		c.countLocked(at, inRaft)
+	}
+}
+
+// TestCommitGateSeesNoQueueInASlowLink: entries that all take a long
+// round trip, and no more, make no queue, however long the trip; entries
+// whose times spread far above the least of them do. The queue is
+// measured once measureEvery has passed, each measure moves it halfway,
+// and the floor forgets entries older than floorSpan.
+func TestCommitGateSeesNoQueueInASlowLink(t *testing.T) {
 	var c Gate
 	t0 := time.Unix(1000, 0)
-	for i := range 100 {
-		c.countLocked(t0.Add(time.Duration(i) * time.Millisecond))
-	}
-	require.Zero(t, c.rate, "not measured before rateEvery")
-	c.countLocked(t0.Add(250 * time.Millisecond)) // 101 answered in 250 ms
-	require.InDelta(t, 404, c.rate, 0.01)
-	for i := range 50 {
-		c.countLocked(t0.Add(260*time.Millisecond + time.Duration(i)*time.Millisecond))
-	}
-	c.countLocked(t0.Add(750 * time.Millisecond)) // 51 in 500 ms: 102 a second
-	require.InDelta(t, (404+102)/2.0, c.rate, 0.01)
-}
+	answer(&c, t0, 50, 500*time.Millisecond)
+	require.Zero(t, c.queue, "not measured before measureEvery")
+	answer(&c, t0.Add(measureEvery), 1, 500*time.Millisecond)
+	require.LessOrEqual(t, c.queue, time.Millisecond, "a 500 ms round trip is no queue")
 
-// TestCommitGateHoldsWhenRequestsAreSlow: with commitSiblings others in
-// flight, an entry is held once the server's requests take two windows
-// on average, not at less, and never with fewer others in flight.
-func TestCommitGateHoldsWhenRequestsAreSlow(t *testing.T) {
-	const limit = time.Second
-	requestTime := 3 * limit / 2
-	c := &Gate{limit: limit, requestTime: func() time.Duration { return requestTime }}
-	for range commitSiblings + 5 {
-		letGo(t, enterAsync(c), 5*time.Second)
-	}
-	require.Zero(t, c.held, "requests at 1.5 windows")
+	// Half the entries meet a queue of 400 ms: the interval's mean is
+	// 300 ms over the floor of 100 ms, and the measure moves halfway.
+	at := t0.Add(measureEvery)
+	answer(&c, at, 10, 100*time.Millisecond)
+	answer(&c, at, 9, 500*time.Millisecond)
+	answer(&c, at.Add(measureEvery), 1, 500*time.Millisecond)
+	require.InDelta(t, float64(100*time.Millisecond), float64(c.queue), float64(time.Millisecond))
 
-	requestTime = 2 * limit
-	entered := time.Now()
-	require.GreaterOrEqual(t, letGo(t, enterAsync(c), 10*time.Second).Sub(entered), limit)
-	require.EqualValues(t, 1, c.held)
-
-	few := &Gate{limit: limit, requestTime: func() time.Duration { return time.Hour }}
-	for range commitSiblings {
-		letGo(t, enterAsync(few), 5*time.Second)
-	}
-	require.Zero(t, few.held)
+	// Once floorSpan has passed, the 100 ms entries are forgotten: a link
+	// that grew slower is not taken for a queue for longer than that.
+	at = at.Add(measureEvery + floorSpan)
+	answer(&c, at, 10, 500*time.Millisecond)
+	require.InDelta(t, float64(50*time.Millisecond), float64(c.queue), float64(time.Millisecond),
+		"the old floor was forgotten: (0 + 100 ms) / 2")
 }
