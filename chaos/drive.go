@@ -57,6 +57,7 @@ func drive(r *experiment.Run, sc experiment.Scenario) error {
 	}
 	defer func() { _ = checkCl.Close() }()
 	bulk := load.NewBulk(r.Opt.Bulk, bulkCl, r.Timeline, r.Opt.Seed, &r.Violations)
+	r.Bulk = bulk
 	r.Probe = load.NewProbe(r.Layout, 0)
 	stop, monStop := make(chan struct{}), make(chan struct{})
 	var wg, monWg sync.WaitGroup

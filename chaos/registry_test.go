@@ -18,17 +18,18 @@ func TestDefaultOptionsPerScenario(t *testing.T) {
 		fault, restart     time.Duration
 	}
 	for name, w := range map[string]want{
-		"slow-follower":      {1, 0, 0, 60 * time.Second, 5 * time.Second},
-		"slow-network":       {1, 0, 0, 30 * time.Second, 5 * time.Second},
-		"crash-leader":       {1, 0, 0, 10 * time.Second, 5 * time.Second},
-		"rebalance":          {12, 1, 3, 10 * time.Second, 5 * time.Second},
-		"move-killed":        {4, 1, 3, 10 * time.Second, 5 * time.Second},
-		"random":             {1, 1, 3, 60 * time.Second, 5 * time.Second},
-		"disk-full":          {1, 0, 0, 10 * time.Second, 5 * time.Second},
-		"power-cut":          {1, 0, 0, 5 * time.Second, time.Second},
-		"power-cut-snapshot": {1, 0, 0, 5 * time.Second, time.Second},
-		"power-cut-move":     {2, 1, 3, 5 * time.Second, time.Second},
-		"power-cut-map":      {2, 1, 3, 5 * time.Second, time.Second},
+		"slow-follower":       {1, 0, 0, 60 * time.Second, 5 * time.Second},
+		"slow-network":        {1, 0, 0, 20 * time.Second, 5 * time.Second},
+		"slow-network-egress": {1, 0, 0, 20 * time.Second, 5 * time.Second},
+		"crash-leader":        {1, 0, 0, 10 * time.Second, 5 * time.Second},
+		"rebalance":           {12, 1, 3, 10 * time.Second, 5 * time.Second},
+		"move-killed":         {4, 1, 3, 10 * time.Second, 5 * time.Second},
+		"random":              {1, 1, 3, 60 * time.Second, 5 * time.Second},
+		"disk-full":           {1, 0, 0, 10 * time.Second, 5 * time.Second},
+		"power-cut":           {1, 0, 0, 5 * time.Second, time.Second},
+		"power-cut-snapshot":  {1, 0, 0, 5 * time.Second, time.Second},
+		"power-cut-move":      {2, 1, 3, 5 * time.Second, time.Second},
+		"power-cut-map":       {2, 1, 3, 5 * time.Second, time.Second},
 	} {
 		o := DefaultOptions(name)
 		require.Equal(t, w, want{o.Shards, o.Spares, o.RF, o.Fault, o.Restart}, name)

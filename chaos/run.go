@@ -81,6 +81,19 @@ func Run(opt experiment.Options) (*verdict.Result, error) {
 		return nil, err
 	}
 	r.Logf("cluster up: %v, %d shard(s), RF=%d; CPU limiter: %s; seed %d", r.Procs.Members(), r.Layout.Shards(), opt.RF, r.CPU.Name(), opt.Seed)
+	if opt.ServerCPU > 0 {
+		defer func() {
+			for i := range opt.Servers {
+				_ = r.CPU.Unlimit(r.Procs.Pid(i))
+			}
+		}()
+		for i := range opt.Servers {
+			if err := r.CPU.Limit(r.Procs.Pid(i), opt.ServerCPU); err != nil {
+				return nil, fmt.Errorf("chaos: limit server %d to %v of a CPU: %w", i, opt.ServerCPU, err)
+			}
+		}
+		r.Logf("every server limited to %.2f of a CPU", opt.ServerCPU)
+	}
 	if err := drive(r, sc); err != nil {
 		return nil, err
 	}

@@ -121,6 +121,10 @@ type ShardStatus struct {
 	// Restores counts the snapshots this replica's state machine loaded
 	// since it started: at start from its own disk, or sent by a leader.
 	Restores uint64
+	// GateEntries counts the entries this replica appended as leader
+	// through its commit gate since it started, GateHeld those of them
+	// the gate held for a window (0 with the gate off).
+	GateEntries, GateHeld uint64
 	// Digest is an order-independent hash of the shard's pairs, set when
 	// asked for. Replicas that applied the same entries agree on it; it is
 	// meaningful when Applied is the same on each and does not move.

@@ -38,12 +38,15 @@ type Options struct {
 	Fault    time.Duration // how long the scenario's fault lasts
 	Recovery time.Duration // healed load before the final checks
 
-	CPUFraction float64         // slow-follower: share of one CPU
-	Latencies   []time.Duration // slow-network: added latencies, in turn
-	Lag         time.Duration   // slow-network: how long a follower is stopped
-	Restart     time.Duration   // crash-*: delay before the restart
-	Pause       time.Duration   // pause: how long the leader is stopped
-	Interval    time.Duration   // random: time between faults
+	CPUFraction float64 // slow-follower: share of one CPU
+	// ServerCPU is the share of one CPU each server gets for the whole
+	// run (0: no limit), as a slower machine would give it.
+	ServerCPU float64
+	Latencies []time.Duration // slow-network: added latencies, in turn
+	Lag       time.Duration   // slow-network: how long a follower is stopped
+	Restart   time.Duration   // crash-*: delay before the restart
+	Pause     time.Duration   // pause: how long the leader is stopped
+	Interval  time.Duration   // random: time between faults
 	// FailoverBound is the time within which a new leader must serve.
 	FailoverBound time.Duration
 
@@ -123,6 +126,9 @@ func (o Options) Validate() error {
 	}
 	if o.CPUFraction <= 0 || o.CPUFraction > 1 {
 		return fmt.Errorf("%w: %v: want a share of one CPU in (0, 1]", ErrBadCPUFraction, o.CPUFraction)
+	}
+	if o.ServerCPU < 0 || o.ServerCPU > 1 {
+		return fmt.Errorf("%w: servers' %v: want a share of one CPU in (0, 1], or 0 for none", ErrBadCPUFraction, o.ServerCPU)
 	}
 	if err := o.Bulk.Validate(); err != nil {
 		return err

@@ -27,6 +27,8 @@ func TestOptionsValidate(t *testing.T) {
 		{func(o *Options) { o.CheckTimeout = 0 }, ErrBadDuration},
 		{func(o *Options) { o.CPUFraction = 0 }, ErrBadCPUFraction},
 		{func(o *Options) { o.CPUFraction = 2 }, ErrBadCPUFraction},
+		{func(o *Options) { o.ServerCPU = -0.5 }, ErrBadCPUFraction},
+		{func(o *Options) { o.ServerCPU = 1.5 }, ErrBadCPUFraction},
 		{func(o *Options) { o.Bulk.Goroutines = 0 }, load.ErrBadBulk},
 		{func(o *Options) { o.Checked.Keys = 0 }, load.ErrBadChecked},
 	} {

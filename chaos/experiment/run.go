@@ -51,6 +51,8 @@ type Run struct {
 	History  *linz.History
 	// Monitor polls every server's view of its shards.
 	Monitor *monitor.Monitor
+	// Bulk is the throughput load (a scenario may pace it: Bulk.Pace).
+	Bulk *load.Bulk
 	// Probe times failovers; Pins[i] is the client pinned to server i.
 	Probe *load.Probe
 	Pins  []*load.Pinned

@@ -34,6 +34,8 @@ type Bulk struct {
 	seed uint64
 	v    *Violations
 	ws   []*bulkWorker
+	// pace is the open load's schedule; nil under the closed load.
+	pace atomic.Pointer[pacer]
 }
 
 // bulkWorker is one goroutine of the load, with the keys it owns.
@@ -113,6 +115,10 @@ func (b *Bulk) work(w *bulkWorker, stop <-chan struct{}) {
 			return
 		default:
 		}
+		due, ok := b.nextDue(stop)
+		if !ok {
+			return
+		}
 		ops, slots = ops[:0], slots[:0]
 		start := rng.IntN(len(w.keys))
 		for j := 0; j < b.cfg.Batch && j < len(w.keys); j++ {
@@ -132,9 +138,8 @@ func (b *Bulk) work(w *bulkWorker, stop <-chan struct{}) {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		t0 := time.Now()
 		res, err := b.cl.Do(ctx, ops)
-		took := time.Since(t0)
+		took := time.Since(due)
 		cancel()
 		failed := 0
 		for j, op := range ops {

@@ -2,6 +2,7 @@ package load
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -71,4 +72,43 @@ func TestBulkFinalAllowsOnlyAckedOrUnknown(t *testing.T) {
 	require.Equal(t, 2, b.v.Count())
 	b.final(w, 1, wire.Result{Status: wire.StatusNotFound}) // lost
 	require.Equal(t, 3, b.v.Count())
+}
+
+// TestPaceSchedulesBatchesWithoutWaiting: an open load's batches fall due
+// on a fixed schedule, whether anyone takes them or not, so a goroutine
+// that comes late gets a due time in the past (its latency counts the
+// wait); returning to the closed load frees a goroutine waiting on the
+// schedule.
+func TestPaceSchedulesBatchesWithoutWaiting(t *testing.T) {
+	b, _ := newTestBulk() // 4 ops a batch
+	stop := make(chan struct{})
+	require.Zero(t, b.Pace(400)) // a batch every 10 ms
+	start := time.Now()
+	time.Sleep(200 * time.Millisecond)
+	var dues []time.Time
+	for range 10 {
+		due, ok := b.nextDue(stop)
+		require.True(t, ok)
+		dues = append(dues, due)
+	}
+	require.Less(t, dues[0].Sub(start), 50*time.Millisecond, "the first batch fell due long before it was taken")
+	for i := 1; i < len(dues); i++ {
+		require.Equal(t, 10*time.Millisecond, dues[i].Sub(dues[i-1]), "batches fall due every 10 ms")
+	}
+
+	waiting := make(chan time.Time)
+	require.Zero(t, b.Pace(1e-6), "nothing fell behind a backlog this large") // a batch every 4 million seconds
+	go func() {
+		due, _ := b.nextDue(stop)
+		waiting <- due
+	}()
+	time.Sleep(50 * time.Millisecond)
+	b.Pace(0)
+	select {
+	case due := <-waiting:
+		require.WithinDuration(t, time.Now(), due, time.Second, "closed again: due at once")
+	case <-time.After(5 * time.Second):
+		t.Fatal("a goroutine still waited on the open schedule after the load was closed")
+	}
+	close(stop)
 }

@@ -159,3 +159,16 @@ func ViewAt(vs []View, t time.Duration) View {
 	}
 	return v
 }
+
+// GateCounts returns the commit gate's counts (wire.ShardStatus's
+// GateEntries and GateHeld) of server's replica of shard sh at its last
+// poll before t.
+func GateCounts(ss []Sample, sh, server int, t time.Duration) (entries, held uint64) {
+	var last time.Duration = -1
+	for _, s := range ss {
+		if st, ok := shardOf(s, sh); ok && s.At < t && s.At > last && s.Server == server && s.OK {
+			entries, held, last = st.GateEntries, st.GateHeld, s.At
+		}
+	}
+	return entries, held
+}

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/batchkv/batchkv/wire"
 )
 
 // TestTermAndLeaderChanges: terms count from the last poll before the
@@ -21,4 +23,20 @@ func TestTermAndLeaderChanges(t *testing.T) {
 	require.Zero(t, TermChanges(vs, 4*s, 7*s))
 	require.Equal(t, 1, LeaderChanges(vs, 0, 7*s))
 	require.Equal(t, 0, LeaderChanges(vs, 3*s, 7*s))
+}
+
+// TestGateCountsTakesTheLastPollBefore: the counts are those of the
+// server's last successful poll before t, whatever order the samples of
+// several servers come in.
+func TestGateCountsTakesTheLastPollBefore(t *testing.T) {
+	at := func(sec, server int, entries, held uint64, ok bool) Sample {
+		return Sample{At: time.Duration(sec) * time.Second, Server: server, OK: ok,
+			Shards: []wire.ShardStatus{{Shard: 0, GateEntries: entries, GateHeld: held}}}
+	}
+	ss := []Sample{at(1, 0, 10, 1, true), at(2, 1, 99, 99, true), at(3, 0, 20, 2, true), at(2, 0, 15, 1, true), at(4, 0, 0, 0, false), at(5, 0, 30, 9, true)}
+	e, h := GateCounts(ss, 0, 0, 4*time.Second+time.Millisecond)
+	require.EqualValues(t, 20, e)
+	require.EqualValues(t, 2, h)
+	e, h = GateCounts(ss, 0, 0, time.Second)
+	require.Zero(t, e+h, "no poll before")
 }

@@ -89,6 +89,7 @@ func run(args []string, stdout, stderr io.Writer) (bool, error) {
 	fs.Var(&pause, "pause", fmt.Sprintf("pause: how long the leader is stopped (default %v)", experiment.DefaultPause))
 	fs.Var(&interval, "interval", fmt.Sprintf("random: time between faults (default %v)", experiment.DefaultInterval))
 	cpu := fs.Float64("cpu", experiment.DefaultCPUFraction, "slow-follower: share of one CPU the follower gets")
+	serverCPU := fs.Float64("server-cpu", 0, "share of one CPU each server gets for the whole run (0: no limit), as a slower machine would give them; a scenario that limits or restarts a server lifts it there")
 	lats := fs.String("latencies", joinDurations(experiment.DefaultLatencies()), "slow-network: latencies added in turn, comma-separated")
 	goroutines := fs.Int("goroutines", load.DefaultGoroutines, "bulk load: concurrent batches")
 	batch := fs.Int("batch", load.DefaultBatch, "bulk load: ops per batch (each goroutine owns as many keys)")
@@ -164,7 +165,7 @@ func run(args []string, stdout, stderr io.Writer) (bool, error) {
 					*f.dst = f.flag.d
 				}
 			}
-			o.CPUFraction, o.Latencies = *cpu, latencies
+			o.CPUFraction, o.ServerCPU, o.Latencies = *cpu, *serverCPU, latencies
 			o.Bulk.Goroutines, o.Bulk.Batch, o.Bulk.Keys, o.Checked.Clients = *goroutines, *batch, *batch, *checked
 			o.Bulk.AttemptTimeout = *attempt
 			fmt.Fprintf(stdout, "== %s: %s; results in %s\n", name, chaos.About(name), o.Dir)

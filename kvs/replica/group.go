@@ -357,6 +357,7 @@ func (g *Group) Status(withDigest bool) wire.ShardStatus {
 	if withDigest {
 		st.Digest = g.fsm.Digest()
 	}
+	st.GateEntries, st.GateHeld = g.gate.Counts()
 	log, snap := g.node.LogPositions()
 	st.Snapshot, st.LastLogTerm = snap.Index, log.Term
 	return st

@@ -54,9 +54,9 @@ type Gate struct {
 	least  time.Duration
 	floors [floorSpan / measureEvery]floorMark
 	at     int
-	// held counts the entries that waited for a window (for tests and
-	// metrics).
-	held uint64
+	// entered counts the entries that entered, held those of them that
+	// waited for a window.
+	entered, held uint64
 }
 
 // Ticket is what the gate tells of an entry it let go, to be handed back
@@ -98,6 +98,7 @@ func (c *Gate) Enter() Ticket {
 	}
 	c.mu.Lock()
 	c.inFlight++
+	c.entered++
 	if c.open == nil && !c.deepLocked() {
 		c.mu.Unlock()
 		return Ticket{Released: time.Now()}
@@ -137,11 +138,12 @@ func (c *Gate) Done(t Ticket) {
 	c.mu.Unlock()
 }
 
-// Held returns how many entries have waited for a window so far.
-func (c *Gate) Held() uint64 {
+// Counts returns how many entries have entered so far, and how many of
+// them waited for a window (both 0 with the gate off).
+func (c *Gate) Counts() (entered, held uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.held
+	return c.entered, c.held
 }
 
 // Queue returns the gate's measure of the shard's queue in Raft.

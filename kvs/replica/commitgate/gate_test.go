@@ -98,9 +98,11 @@ func TestCommitGateHoldsOnlyForAQueueInRaft(t *testing.T) {
 	c.mu.Lock()
 	c.queue = slowQueue * limit
 	c.mu.Unlock()
-	entered := time.Now()
-	require.GreaterOrEqual(t, letGo(t, enterAsync(c), 10*time.Second).Sub(entered), limit)
-	require.EqualValues(t, 1, c.Held())
+	at := time.Now()
+	require.GreaterOrEqual(t, letGo(t, enterAsync(c), 10*time.Second).Sub(at), limit)
+	entered, held := c.Counts()
+	require.EqualValues(t, 1, held)
+	require.EqualValues(t, commitSiblings+6, entered)
 
 	few := &Gate{limit: limit, queue: time.Hour}
 	for range commitSiblings {
