@@ -13,8 +13,8 @@ usage() {
 usage: ./chaos.sh SCENARIO|all [flags]
        ./chaos.sh --help
 
-Scenarios: slow-follower slow-network crash-leader crash-follower partition
-pause rebalance move-killed random, or all of them in turn. A full disk (needs
+Scenarios: slow-follower slow-network slow-network-egress crash-leader
+crash-follower partition pause rebalance move-killed random, or all of them in turn. A full disk (needs
 root to mount a tmpfs; not part of all): disk-full. Power cuts (need
 root and /dev/fuse; not part of all): power-cut (mid-load), power-cut-snapshot,
 power-cut-move, power-cut-map, or power-cut-all for the four in turn. Results (summary.md, timeline.png,
@@ -26,6 +26,7 @@ Flags are kvschaos's; ./chaos.sh --help lists them all. Examples:
   ./chaos.sh slow-follower
   ./chaos.sh rebalance               # add a 4th server, rebalance, remove one
   ./chaos.sh slow-network --fault 20s --latencies 100ms,250ms,500ms
+  ./chaos.sh slow-network --repeat 5 --server-cpu 0.5   # on half a CPU per server
   ./chaos.sh random --fault 120s --seed 42
   ./chaos.sh all --repeat 5          # every scenario 5 times, then a tally
   ./chaos.sh partition --server-args "-read-mode lease"

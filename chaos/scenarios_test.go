@@ -57,6 +57,15 @@ func TestScenariosShort(t *testing.T) {
 				}
 			}
 			require.Equal(t, 3, safety, "a safety check is missing")
+			if name == "slow-network" {
+				// The control of TestSlowNetworkCatchesPlantedFaults: the
+				// checks that catch the planted faults pass the real server.
+				for _, prefix := range slowNetworkStoreChecks {
+					cs := checksNamed(res, prefix)
+					require.Len(t, cs, 1, "the check %q is missing", prefix)
+					require.True(t, cs[0].Pass, "%s: %s", cs[0].Name, cs[0].Got)
+				}
+			}
 			for _, f := range []string{"summary.md", "timeline.csv", "timeline.png", "history.csv", "status.csv", "events.csv"} {
 				st, err := os.Stat(filepath.Join(o.Dir, f))
 				require.NoError(t, err)
