@@ -26,8 +26,11 @@ func shortOptions(t *testing.T, name string) experiment.Options {
 	o.Warmup, o.Baseline, o.Fault, o.Recovery = 500*time.Millisecond, 1500*time.Millisecond, 2*time.Second, 2*time.Second
 	o.Latencies, o.Lag = []time.Duration{100 * time.Millisecond, 250 * time.Millisecond}, time.Second
 	o.Restart, o.Pause, o.Interval = time.Second, 3*time.Second, 2*time.Second
-	if name == "random" {
+	switch name {
+	case "random":
 		o.Fault = 6 * time.Second
+	case "slow-network", "slow-network-egress":
+		o.Fault = 4 * time.Second // the open load's phases are half a step
 	}
 	o.Bulk = load.BulkConfig{Goroutines: 16, Batch: 256, Keys: 256, Reads: 0.95, ValueSize: 32, AttemptTimeout: 5 * time.Second}
 	o.Checked = load.CheckedConfig{Clients: 4, Keys: 50, MaxOps: 4}

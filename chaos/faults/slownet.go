@@ -38,7 +38,8 @@ const (
 
 // openSettle is how long a change of load or delay is left to settle
 // before an open-load window starts, so that the batches sent before it
-// finish (at most half the phase, for short test runs).
+// finish (at most half the phase, for short test runs, whose phases
+// still measure 2 s).
 const openSettle = 2 * time.Second
 
 // slowLink is a slow-network scenario: delay on every Raft link of shard
@@ -133,7 +134,7 @@ func (s slowLink) inject(r *experiment.Run) (func(), error) {
 		settle := min(openSettle, d/2)
 		time.Sleep(settle)
 		from := r.Timeline.Since()
-		time.Sleep(max(d-settle, time.Second))
+		time.Sleep(max(d-settle, 2*time.Second))
 		w := timeline.Window{From: from, To: r.Timeline.Since(), Label: label}
 		r.Timeline.Window(w.From, w.To, w.Label)
 		return w
