@@ -16,7 +16,9 @@ import (
 // entry that arrived in the window, but only when holding pays: when at
 // least commitSiblings others of the shard are in flight (entered and not
 // yet answered) and the shard's entries queue in Raft, for the servers'
-// CPU and the logs' fsyncs, slowQueue windows or more on average.
+// CPU and the logs' fsyncs, slowQueue windows or more on average, and
+// for no less than the floor: the queue is the larger part of an entry's
+// time in Raft.
 //
 // The gate measures that queue itself, from what it sees of every entry:
 // its time in Raft (from its release to its answer) beyond the floor of
@@ -24,8 +26,13 @@ import (
 // entry cannot help paying: the round trip to a quorum, one fsync, one
 // apply. Holding entries saves syncs, RPCs and wake-ups, which shortens
 // the queue; it cannot shorten a round trip. Over a slow link the floor
-// grows by the link's delay and the queue stays short, so the gate lets
-// entries go at once: before, it held them whenever requests were slow,
+// grows by the link's delay and the queue stays short beside it, so the
+// gate lets entries go at once. The queue must also match the floor
+// because a slow link spreads the times in Raft with it: under a light
+// load over a 500 ms round trip, a rule on the queue alone held 221 of
+// 1,361 entries; a spread that is small beside the trip is the link's,
+// not a queue's. Before either rule, the gate held entries whenever
+// requests were slow,
 // and at +100 ms on every link of a leader kept 82-85% of the baseline
 // against 96% without it (issue 33). A lone client, a few, or many whose
 // batches are small and answered fast find no queue either and wait for
@@ -44,6 +51,9 @@ type Gate struct {
 	// queue is the recent mean time entries spent in Raft beyond the
 	// floor, 0 until the first interval of measureEvery has passed.
 	queue time.Duration
+	// floor is the least time in Raft of the entries of the last
+	// floorSpan, as of the last measure.
+	floor time.Duration
 	// The current interval: since when, the entries answered and their
 	// total time in Raft.
 	since    time.Time
@@ -123,7 +133,8 @@ func (c *Gate) Enter() Ticket {
 // deepLocked reports whether the entry entering should wait for a window
 // (see Gate).
 func (c *Gate) deepLocked() bool {
-	return c.inFlight-1 >= commitSiblings && (plantedAlwaysHold || c.queue >= slowQueue*c.limit)
+	return c.inFlight-1 >= commitSiblings &&
+		(plantedAlwaysHold || c.queue >= slowQueue*c.limit && c.queue >= c.floor)
 }
 
 // Done is called with an entry's ticket when the entry has been answered.
@@ -181,6 +192,7 @@ func (c *Gate) countLocked(now time.Time, inRaft time.Duration) {
 		q = (q + c.queue) / 2
 	}
 	c.queue = max(q, 1)
+	c.floor = floor
 	c.at = (c.at + 1) % len(c.floors)
 	c.floors[c.at] = floorMark{end: now, least: c.least}
 	c.answered, c.inRaft, c.least, c.since = 0, 0, 0, now

@@ -152,3 +152,34 @@ func TestCommitGateSeesNoQueueInASlowLink(t *testing.T) {
 	require.InDelta(t, float64(50*time.Millisecond), float64(c.queue), float64(time.Millisecond),
 		"the old floor was forgotten: (0 + 100 ms) / 2")
 }
+
+// TestCommitGateHoldsNoEntryForAQueueShorterThanTheFloor: a queue of
+// slowQueue windows is not enough when the floor (the round trip over a
+// slow link) is longer than it: the spread is the link's. The same queue
+// over a floor no longer than it holds the next entry.
+func TestCommitGateHoldsNoEntryForAQueueShorterThanTheFloor(t *testing.T) {
+	const limit = 40 * time.Millisecond
+	c := &Gate{limit: limit, queue: 3 * limit, floor: 3*limit + time.Millisecond}
+	for range commitSiblings + 5 {
+		letGo(t, enterAsync(c), 5*time.Second)
+	}
+	require.Zero(t, c.held, "a queue just shorter than the floor")
+
+	c.mu.Lock()
+	c.floor = 3 * limit
+	c.mu.Unlock()
+	letGo(t, enterAsync(c), 5*time.Second)
+	require.EqualValues(t, 1, c.held, "a queue as long as the floor")
+}
+
+// TestCommitGateMeasuresTheFloor: the measure keeps the floor it
+// subtracted, which the hold rule compares the queue with.
+func TestCommitGateMeasuresTheFloor(t *testing.T) {
+	var c Gate
+	t0 := time.Unix(1000, 0)
+	answer(&c, t0, 10, 500*time.Millisecond)
+	answer(&c, t0, 10, 600*time.Millisecond)
+	answer(&c, t0.Add(measureEvery), 1, 550*time.Millisecond)
+	require.Equal(t, 500*time.Millisecond, c.floor)
+	require.InDelta(t, float64(50*time.Millisecond), float64(c.queue), float64(time.Millisecond))
+}
