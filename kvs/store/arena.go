@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
-	"slices"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -13,23 +13,27 @@ import (
 
 // Arena is a Store built for lookups over millions of keys: a hash
 // table split into shards, each an open-addressing table of 8-byte slots
-// over one byte slice (the arena) that holds every key and value of the
-// shard back to back. Neither slice contains a pointer, so the garbage
-// collector never scans the data, and a lookup touches two places in
-// memory: the slot, and the record it points to, where the key and value
-// sit together.
+// over chunks of memory (records) that hold every key and value of the
+// shard back to back. Both live outside the Go heap (offheap.go), so the
+// garbage collector neither scans the data nor lets the heap grow by its
+// size, and a lookup touches two places in memory: the slot, and the
+// record it points to, where the key and value sit together. A record
+// costs its key and value, a 10-byte header and 8 bytes of slot at a
+// table three-eighths to three-quarters full.
 //
 // Each shard has a sync.RWMutex: reads of a shard share it, a write holds
 // it alone. A put whose value fits the old one's room overwrites it in
 // place; otherwise the record is appended and the old one becomes garbage,
-// which a shard reclaims by compacting once it is half its arena.
+// which a shard reclaims by compacting once it is half its records' bytes.
+// A shard is 1/256 of the store, so a compaction holds up only the ops of
+// that shard, for the time it takes to copy its live records.
 //
 // Keys may be up to 65,535 bytes and values up to 4 GiB - 1 (far above the
 // wire's limits); Put panics beyond that.
 type Arena struct {
 	seed   maphash.Seed
-	shards [arenaShards]arenaShard
-	sink   atomic.Uint32 // where ApplyBatch's prefetching loads end up
+	shards *[arenaShards]arenaShard // apart, so that a cleanup frees their memory
+	sink   atomic.Uint32            // where ApplyBatch's prefetching loads end up
 
 	freezeMu sync.Mutex // serializes Freeze and Release
 	frozen   int        // guarded by freezeMu: views not yet released
@@ -42,12 +46,10 @@ const (
 	// A slot is tag<<tagShift | (offset+1) with the tag taken from the
 	// key's hash, so most mismatches are rejected without reading the
 	// arena. 0 is an empty slot.
+	// The rest is the record's ref + 1 (records).
 	tagShift  = 48
 	offMask   = 1<<tagShift - 1
 	tombstone = offMask // a deleted slot: probing goes on past it
-
-	// Record header: key length u16, value room u32, value length u32.
-	recHeader = 2 + 4 + 4
 
 	minSlots = 64
 
@@ -58,27 +60,70 @@ const (
 type arenaShard struct {
 	mu      sync.RWMutex
 	seed    maphash.Seed // the store's, to rehash keys when rebuilding
-	slots   []uint64
-	arena   []byte
+	slots   []uint64     // from pages.table
+	rec     records
 	live    int // keys present
 	used    int // slots not empty: live keys and tombstones
-	garbage int // arena bytes of dead records
-	// A frozen view (Freeze) holds slots and arena as they were. While
+	garbage int // bytes of rec in dead records
+	// A frozen view (Freeze) holds slots and records as they were. While
 	// slotsShared, the next write copies slots before changing them; while
 	// arenaShared, no write overwrites a record in place (appending past
-	// the view's end is safe).
+	// the view's end is safe), and the tables and chunks that the shard
+	// stops using wait in retired until the last view is released.
 	slotsShared, arenaShared bool
+	retired                  retired
 	_                        [64]byte
 }
 
-// NewArena returns an empty store.
+// retired holds memory a frozen view may still read.
+type retired struct {
+	tables [][]uint64
+	chunks [][]byte
+}
+
+// free gives the memory back to pages.
+func (r *retired) free() {
+	for _, t := range r.tables {
+		pages.freeTable(t)
+	}
+	pages.freeChunks(r.chunks)
+	*r = retired{}
+}
+
+// NewArena returns an empty store. Its off-heap memory is given back once
+// the store (and every Frozen view of it) is unreachable.
 func NewArena() *Arena {
-	s := &Arena{seed: maphash.MakeSeed()}
+	s := &Arena{seed: maphash.MakeSeed(), shards: new([arenaShards]arenaShard)}
 	for i := range s.shards {
-		s.shards[i].slots = make([]uint64, minSlots)
+		s.shards[i].slots = pages.table(minSlots)
+		s.shards[i].rec = newRecords()
 		s.shards[i].seed = s.seed
 	}
+	runtime.AddCleanup(s, freeShards, s.shards)
 	return s
+}
+
+// freeShards gives back the memory of an Arena that is no longer reachable.
+func freeShards(shards *[arenaShards]arenaShard) {
+	for i := range shards {
+		sh := &shards[i]
+		sh.retired.free()
+		pages.freeTable(sh.slots)
+		pages.freeChunks(sh.rec.chunks)
+		sh.slots, sh.rec = nil, records{}
+	}
+}
+
+// Bytes returns the bytes of memory the store's records and tables take.
+func (s *Arena) Bytes() int64 {
+	var n int64
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.RLock()
+		n += int64(sh.rec.bytes + 8*len(sh.slots))
+		sh.mu.RUnlock()
+	}
+	return n
 }
 
 func (s *Arena) locate(key string) (*arenaShard, uint64) {
@@ -96,8 +141,7 @@ func (s *Arena) AppendGet(dst []byte, key string) ([]byte, bool) {
 	sh.mu.RLock()
 	i, found := sh.find(key, h)
 	if found {
-		off := int(sh.slots[i]&offMask) - 1
-		dst = append(dst, sh.value(off)...)
+		dst = append(dst, sh.rec.value(refOf(sh.slots[i]))...)
 	}
 	sh.mu.RUnlock()
 	return dst, found
@@ -149,8 +193,8 @@ func (s *Arena) Range(fn func(key string, value []byte) bool) {
 			if slot == 0 || slot == tombstone {
 				continue
 			}
-			off := int(slot&offMask) - 1
-			if !fn(sh.key(off), sh.value(off)) {
+			ref := refOf(slot)
+			if !fn(aliasString(sh.rec.key(ref)), sh.rec.value(ref)) {
 				sh.mu.RUnlock()
 				return
 			}
@@ -178,53 +222,32 @@ func (sh *arenaShard) find(key string, h uint64) (int, bool) {
 			if free < 0 {
 				free = i
 			}
-		case slot>>tagShift == tag && sh.key(int(slot&offMask)-1) == key:
+		case slot>>tagShift == tag && aliasString(sh.rec.key(refOf(slot))) == key: // compared, not kept
 			return i, true
 		}
 	}
 }
 
-func (sh *arenaShard) key(off int) string {
-	n := int(binary.LittleEndian.Uint16(sh.arena[off:]))
-	return string(sh.arena[off+recHeader : off+recHeader+n]) // compared, not kept: no copy
-}
+// refOf returns the ref of the record that a full slot points to.
+func refOf(slot uint64) uint64 { return slot&offMask - 1 }
 
-func (sh *arenaShard) value(off int) []byte {
-	klen := int(binary.LittleEndian.Uint16(sh.arena[off:]))
-	vlen := int(binary.LittleEndian.Uint32(sh.arena[off+6:]))
-	at := off + recHeader + klen
-	return sh.arena[at : at+vlen]
-}
-
-func (sh *arenaShard) recordSize(off int) int {
-	klen := int(binary.LittleEndian.Uint16(sh.arena[off:]))
-	room := int(binary.LittleEndian.Uint32(sh.arena[off+2:]))
-	return recHeader + klen + room
-}
-
-// appendRecord adds a record for key and value to the arena and returns
-// its slot word.
+// appendRecord adds a record for key and value and returns its slot word.
 func (sh *arenaShard) appendRecord(key, value string, h uint64) uint64 {
 	if len(key) > maxArenaKey || uint64(len(value)) > maxArenaValue {
 		// The service checks wire's far smaller limits before it gets here.
 		panic(fmt.Sprintf("kvs: Arena record too large: key %d bytes, value %d", len(key), len(value)))
 	}
-	off := len(sh.arena)
-	var hdr [recHeader]byte
-	binary.LittleEndian.PutUint16(hdr[0:], uint16(len(key)))
-	binary.LittleEndian.PutUint32(hdr[2:], uint32(len(value)))
-	binary.LittleEndian.PutUint32(hdr[6:], uint32(len(value)))
-	sh.arena = append(sh.arena, hdr[:]...)
-	sh.arena = append(sh.arena, key...)
-	sh.arena = append(sh.arena, value...)
-	return tagOf(h)<<tagShift | uint64(off+1)
+	return tagOf(h)<<tagShift | (sh.rec.add(key, value) + 1)
 }
 
 // unshareSlots gives the shard slots of its own before a write changes
 // them, if a frozen view holds the current ones.
 func (sh *arenaShard) unshareSlots() {
 	if sh.slotsShared {
-		sh.slots = slices.Clone(sh.slots)
+		t := pages.table(len(sh.slots))
+		copy(t, sh.slots)
+		sh.retired.tables = append(sh.retired.tables, sh.slots)
+		sh.slots = t
 		sh.slotsShared = false
 	}
 }
@@ -233,14 +256,15 @@ func (sh *arenaShard) put(key, value string, h uint64) {
 	sh.unshareSlots()
 	i, found := sh.find(key, h)
 	if found {
-		off := int(sh.slots[i]&offMask) - 1
-		klen := int(binary.LittleEndian.Uint16(sh.arena[off:]))
-		if room := int(binary.LittleEndian.Uint32(sh.arena[off+2:])); len(value) <= room && !sh.arenaShared {
-			binary.LittleEndian.PutUint32(sh.arena[off+6:], uint32(len(value)))
-			copy(sh.arena[off+recHeader+klen:], value)
+		ref := refOf(sh.slots[i])
+		rec := sh.rec.at(ref)
+		klen := int(binary.LittleEndian.Uint16(rec))
+		if room := int(binary.LittleEndian.Uint32(rec[2:])); len(value) <= room && !sh.arenaShared {
+			binary.LittleEndian.PutUint32(rec[6:], uint32(len(value)))
+			copy(rec[recHeader+klen:], value)
 			return
 		}
-		sh.garbage += sh.recordSize(off)
+		sh.garbage += sh.rec.size(ref)
 		sh.slots[i] = sh.appendRecord(key, value, h)
 		sh.maybeCompact()
 		return
@@ -266,7 +290,7 @@ func (sh *arenaShard) putIf(op *wire.Op, h uint64, vals *Values) wire.Result {
 	i, found := sh.find(op.Key, h)
 	var cur []byte
 	if found {
-		cur = sh.value(int(sh.slots[i]&offMask) - 1)
+		cur = sh.rec.value(refOf(sh.slots[i]))
 	}
 	res := wire.Result{Status: op.Decide(aliasString(cur), found)}
 	if found {
@@ -285,43 +309,45 @@ func (sh *arenaShard) putIf(op *wire.Op, h uint64, vals *Values) wire.Result {
 func (sh *arenaShard) delete(key string, h uint64) {
 	if i, found := sh.find(key, h); found {
 		sh.unshareSlots()
-		sh.garbage += sh.recordSize(int(sh.slots[i]&offMask) - 1)
+		sh.garbage += sh.rec.size(refOf(sh.slots[i]))
 		sh.slots[i] = tombstone
 		sh.live--
 		sh.maybeCompact()
 	}
 }
 
-// maybeCompact rebuilds the shard once dead records are half its arena.
+// maybeCompact rebuilds the shard once dead records and skipped chunk
+// tails are half its records' bytes.
 func (sh *arenaShard) maybeCompact() {
-	if sh.garbage > 1<<12 && sh.garbage*2 > len(sh.arena) {
-		sh.rebuild(len(sh.slots), true)
+	if waste := sh.garbage + sh.rec.skipped; waste > 1<<12 && waste*2 > sh.rec.bytes {
+		n := len(sh.slots)
+		for n > minSlots && sh.live*4 < n { // under a quarter full: a smaller table
+			n /= 2
+		}
+		sh.rebuild(n, true)
 	}
 }
 
 // rebuild rehashes the live records into a table of n slots, which drops
-// the tombstones, and with compact copies them into a new arena, which
-// drops the garbage.
+// the tombstones, and with compact copies them into new chunks, which
+// drops the garbage. What the shard stops using goes back to pages, or
+// waits in retired while a frozen view may read it.
 func (sh *arenaShard) rebuild(n int, compact bool) {
-	old, arena := sh.slots, sh.arena
-	sh.slots = make([]uint64, n)
+	old, rec := sh.slots, &sh.rec
+	sh.slots = pages.table(n)
+	var fresh records
 	if compact {
-		sh.arena = make([]byte, 0, len(arena)-sh.garbage)
-		sh.garbage = 0
+		fresh = newRecords()
 	}
 	mask := n - 1
 	for _, slot := range old {
 		if slot == 0 || slot == tombstone {
 			continue
 		}
-		off := int(slot&offMask) - 1
-		klen := int(binary.LittleEndian.Uint16(arena[off:]))
-		key := arena[off+recHeader : off+recHeader+klen]
-		h := maphash.Bytes(sh.seed, key)
+		ref := refOf(slot)
+		h := maphash.Bytes(sh.seed, rec.key(ref))
 		if compact {
-			size := recHeader + klen + int(binary.LittleEndian.Uint32(arena[off+2:]))
-			slot = tagOf(h)<<tagShift | uint64(len(sh.arena)+1)
-			sh.arena = append(sh.arena, arena[off:off+size]...)
+			slot = tagOf(h)<<tagShift | (fresh.copyFrom(rec, ref) + 1)
 		}
 		i := int(h) & mask
 		for sh.slots[i] != 0 {
@@ -330,4 +356,19 @@ func (sh *arenaShard) rebuild(n int, compact bool) {
 		sh.slots[i] = slot
 	}
 	sh.used = sh.live
+	if sh.slotsShared {
+		sh.retired.tables = append(sh.retired.tables, old)
+		sh.slotsShared = false
+	} else {
+		pages.freeTable(old)
+	}
+	if compact {
+		if sh.arenaShared {
+			sh.retired.chunks = append(sh.retired.chunks, rec.chunks...)
+		} else {
+			pages.freeChunks(rec.chunks)
+		}
+		sh.rec = fresh
+		sh.garbage = 0
+	}
 }

@@ -129,7 +129,7 @@ func (sh *arenaShard) touch(group []int32, hashes []uint64) byte {
 		h := hashes[i]
 		slot := sh.slots[h&mask]
 		if slot != 0 && slot != tombstone && slot>>tagShift == tagOf(h) {
-			x ^= sh.arena[slot&offMask-1]
+			x ^= sh.rec.at(refOf(slot))[0]
 		}
 	}
 	return x
@@ -145,7 +145,7 @@ func (sh *arenaShard) apply(op *wire.Op, res *wire.Result, h uint64, vals *Value
 			*res = wire.Result{Status: wire.StatusNotFound}
 			return
 		}
-		v, ok := vals.Add(sh.value(int(sh.slots[i]&offMask) - 1))
+		v, ok := vals.Add(sh.rec.value(refOf(sh.slots[i])))
 		if !ok {
 			*res = wire.Result{Status: wire.StatusTooLarge}
 			return

@@ -1,14 +1,13 @@
 package store
 
-import "encoding/binary"
-
 // Frozen is a point-in-time view of an Arena: what Range returns does not
 // change however the store is written after Freeze, so a snapshot can be
-// written out while writes go on. It holds the shards' tables and arenas
+// written out while writes go on. It holds the shards' tables and records
 // as they were; the first write to each shard afterwards copies that
-// shard's table (a few bytes per key), and no write overwrites a record in
-// place until Release, so the arenas the view reads never change. Taking
-// the view costs one lock per shard, not a copy of the data.
+// shard's table (a few bytes per key), no write overwrites a record in
+// place, and no table or chunk the view reads is given back until
+// Release, so what the view reads never changes. Taking the view costs one
+// lock per shard, not a copy of the data.
 //
 // A Frozen is safe for concurrent use with the store's writers; Release
 // it once, after its last Range.
@@ -19,7 +18,7 @@ type Frozen struct {
 
 type frozenShard struct {
 	slots []uint64
-	arena []byte
+	rec   records
 	live  int
 }
 
@@ -38,7 +37,7 @@ func (s *Arena) Freeze() *Frozen {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		f.shards[i] = frozenShard{slots: sh.slots, arena: sh.arena[:len(sh.arena):len(sh.arena)], live: sh.live}
+		f.shards[i] = frozenShard{slots: sh.slots, rec: sh.rec.view(), live: sh.live}
 		sh.slotsShared, sh.arenaShared = true, true
 		sh.mu.Unlock()
 	}
@@ -58,17 +57,14 @@ func (f *Frozen) Len() int {
 // false. The arguments are valid only during the call.
 func (f *Frozen) Range(fn func(key string, value []byte) bool) {
 	for i := range f.shards {
-		arena := f.shards[i].arena
+		rec := &f.shards[i].rec
 		for _, slot := range f.shards[i].slots {
 			if slot == 0 || slot == tombstone {
 				continue
 			}
-			off := int(slot&offMask) - 1
-			klen := int(binary.LittleEndian.Uint16(arena[off:]))
-			vlen := int(binary.LittleEndian.Uint32(arena[off+6:]))
-			at := off + recHeader
-			// The view's arena never changes: the key may alias it.
-			if !fn(aliasString(arena[at:at+klen]), arena[at+klen:at+klen+vlen]) {
+			ref := refOf(slot)
+			// The view's records never change: the key may alias them.
+			if !fn(aliasString(rec.key(ref)), rec.value(ref)) {
 				return
 			}
 		}
@@ -88,6 +84,7 @@ func (f *Frozen) Release() {
 		sh := &s.shards[i]
 		sh.mu.Lock()
 		sh.slotsShared, sh.arenaShared = false, false
+		sh.retired.free()
 		sh.mu.Unlock()
 	}
 }
