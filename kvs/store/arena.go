@@ -72,32 +72,52 @@ type arenaShard struct {
 	// stops using wait in retired until the last view is released.
 	slotsShared, arenaShared bool
 	retired                  retired
+	acct                     *Account // the store's: counts tables and chunks
 	_                        [64]byte
 }
 
 // retired holds memory a frozen view may still read.
 type retired struct {
 	tables [][]uint64
-	chunks [][]byte
+	chunks []records
 }
 
 // free gives the memory back to pages.
-func (r *retired) free() {
+func (r *retired) free(acct *Account) {
 	for _, t := range r.tables {
-		pages.freeTable(t)
+		giveTable(acct, t)
 	}
-	pages.freeChunks(r.chunks)
+	for i := range r.chunks {
+		r.chunks[i].free()
+	}
 	*r = retired{}
+}
+
+// takeTable returns a zeroed table of n slots counted in acct.
+func takeTable(acct *Account, n int) []uint64 {
+	acct.add(int64(8 * n))
+	return pages.table(n)
+}
+
+// giveTable gives back a table that takeTable returned.
+func giveTable(acct *Account, t []uint64) {
+	acct.add(-int64(8 * len(t)))
+	pages.freeTable(t)
 }
 
 // NewArena returns an empty store. Its off-heap memory is given back once
 // the store (and every Frozen view of it) is unreachable.
-func NewArena() *Arena {
+func NewArena() *Arena { return NewArenaIn(nil) }
+
+// NewArenaIn returns an empty store whose records and tables are counted
+// in acct (nil: in no Account).
+func NewArenaIn(acct *Account) *Arena {
 	s := &Arena{seed: maphash.MakeSeed(), shards: new([arenaShards]arenaShard)}
 	for i := range s.shards {
-		s.shards[i].slots = pages.table(minSlots)
-		s.shards[i].rec = newRecords()
-		s.shards[i].seed = s.seed
+		sh := &s.shards[i]
+		sh.acct, sh.seed = acct, s.seed
+		sh.slots = takeTable(acct, minSlots)
+		sh.rec = newRecords(acct)
 	}
 	runtime.AddCleanup(s, freeShards, s.shards)
 	return s
@@ -107,10 +127,10 @@ func NewArena() *Arena {
 func freeShards(shards *[arenaShards]arenaShard) {
 	for i := range shards {
 		sh := &shards[i]
-		sh.retired.free()
-		pages.freeTable(sh.slots)
-		pages.freeChunks(sh.rec.chunks)
-		sh.slots, sh.rec = nil, records{}
+		sh.retired.free(sh.acct)
+		giveTable(sh.acct, sh.slots)
+		sh.rec.free()
+		sh.slots = nil
 	}
 }
 
@@ -244,7 +264,7 @@ func (sh *arenaShard) appendRecord(key, value string, h uint64) uint64 {
 // them, if a frozen view holds the current ones.
 func (sh *arenaShard) unshareSlots() {
 	if sh.slotsShared {
-		t := pages.table(len(sh.slots))
+		t := takeTable(sh.acct, len(sh.slots))
 		copy(t, sh.slots)
 		sh.retired.tables = append(sh.retired.tables, sh.slots)
 		sh.slots = t
@@ -334,10 +354,10 @@ func (sh *arenaShard) maybeCompact() {
 // waits in retired while a frozen view may read it.
 func (sh *arenaShard) rebuild(n int, compact bool) {
 	old, rec := sh.slots, &sh.rec
-	sh.slots = pages.table(n)
+	sh.slots = takeTable(sh.acct, n)
 	var fresh records
 	if compact {
-		fresh = newRecords()
+		fresh = newRecords(sh.acct)
 	}
 	mask := n - 1
 	for _, slot := range old {
@@ -360,13 +380,13 @@ func (sh *arenaShard) rebuild(n int, compact bool) {
 		sh.retired.tables = append(sh.retired.tables, old)
 		sh.slotsShared = false
 	} else {
-		pages.freeTable(old)
+		giveTable(sh.acct, old)
 	}
 	if compact {
 		if sh.arenaShared {
-			sh.retired.chunks = append(sh.retired.chunks, rec.chunks...)
+			sh.retired.chunks = append(sh.retired.chunks, *rec)
 		} else {
-			pages.freeChunks(rec.chunks)
+			rec.free()
 		}
 		sh.rec = fresh
 		sh.garbage = 0

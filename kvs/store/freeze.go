@@ -84,7 +84,7 @@ func (f *Frozen) Release() {
 		sh := &s.shards[i]
 		sh.mu.Lock()
 		sh.slotsShared, sh.arenaShared = false, false
-		sh.retired.free()
+		sh.retired.free(sh.acct)
 		sh.mu.Unlock()
 	}
 }

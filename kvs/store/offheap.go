@@ -53,6 +53,22 @@ type offheap struct {
 // map shares the Go heap.
 var pages = offheap{free: map[int][][]byte{}, tables: map[int][][]uint64{}, sys: mapMemory, drop: dropPages}
 
+// Account counts the bytes that a group of Arenas (a server's) hold in
+// records and slot tables, so that a server can refuse writes past its
+// share of memory. The zero value is ready; it is safe for concurrent use.
+type Account struct{ bytes atomic.Int64 }
+
+// Bytes returns the bytes the Arenas of a hold.
+func (a *Account) Bytes() int64 { return a.bytes.Load() }
+
+// add counts n bytes taken (negative: given back); a nil Account counts
+// nothing.
+func (a *Account) add(n int64) {
+	if a != nil {
+		a.bytes.Add(n)
+	}
+}
+
 // OffHeap reports the off-heap memory of every Arena in the process: the
 // bytes mapped from the kernel, and the bytes of them in use (the rest is
 // kept for reuse with its pages given back).

@@ -143,3 +143,33 @@ func TestFrozenViewHoldsItsMemory(t *testing.T) {
 	require.Less(t, released, held, "Release gave the retired memory back")
 	runtime.KeepAlive(other)
 }
+
+// TestAccountCountsItsArenas: an Account counts the tables and chunks of
+// the Arenas made in it, whatever they take and give back, and nothing
+// once they are gone.
+func TestAccountCountsItsArenas(t *testing.T) {
+	var acct Account
+	func() {
+		a, b := NewArenaIn(&acct), NewArenaIn(&acct)
+		for i := range 30000 {
+			a.Put(fmt.Sprint(i), strings.Repeat("a", 100))
+			b.Put(fmt.Sprint(i), strings.Repeat("b", 100+i%3))
+		}
+		require.Equal(t, a.Bytes()+b.Bytes(), acct.Bytes())
+		f := a.Freeze()
+		for i := range 30000 { // compactions while a view holds the old chunks
+			a.Put(fmt.Sprint(i), strings.Repeat("c", 200))
+		}
+		require.Greater(t, acct.Bytes(), a.Bytes()+b.Bytes(), "the view's memory is still held")
+		f.Release()
+		require.Equal(t, a.Bytes()+b.Bytes(), acct.Bytes())
+		for i := range 30000 {
+			b.Delete(fmt.Sprint(i))
+		}
+		require.Equal(t, a.Bytes()+b.Bytes(), acct.Bytes())
+		runtime.KeepAlive(a)
+		runtime.KeepAlive(b)
+	}()
+	settledOffHeap()
+	require.Zero(t, acct.Bytes())
+}

@@ -21,6 +21,7 @@ type records struct {
 	// skipped counts the bytes of chunk tails left unused, too short for
 	// the record that came next: garbage, as dead records are.
 	skipped int
+	acct    *Account // counts the chunks taken; nil counts nothing
 }
 
 // room makes sure that the chunk being filled has room for a record of n
@@ -40,12 +41,20 @@ func (r *records) room(n int) {
 	r.cur, r.fill = len(r.chunks), 0
 	r.chunks = append(r.chunks, pages.chunk(size))
 	r.bytes += size
+	r.acct.add(int64(size))
 }
 
 // Record header: key length u16, value room u32, value length u32.
 const recHeader = 2 + 4 + 4
 
-func newRecords() records { return records{cur: -1} }
+func newRecords(acct *Account) records { return records{cur: -1, acct: acct} }
+
+// free gives every chunk back.
+func (r *records) free() {
+	pages.freeChunks(r.chunks)
+	r.acct.add(-int64(r.bytes))
+	*r = newRecords(r.acct)
+}
 
 // at returns the bytes from ref's record to the end of its chunk.
 func (r *records) at(ref uint64) []byte {
@@ -84,6 +93,7 @@ func (r *records) add(key, value string) (ref uint64) {
 		b = make([]byte, n)
 		r.chunks = append(r.chunks, b)
 		r.bytes += n
+		r.acct.add(int64(n))
 	default:
 		r.room(n)
 		ref = uint64(r.cur)<<chunkBits | uint64(r.fill)
@@ -107,6 +117,7 @@ func (r *records) copyFrom(src *records, ref uint64) uint64 {
 		out := uint64(len(r.chunks)) << chunkBits
 		r.chunks = append(r.chunks, rec) // a big record's chunk is its own: share it
 		r.bytes += n
+		r.acct.add(int64(n))
 		return out
 	}
 	r.room(n)
