@@ -322,7 +322,7 @@ func (c *Client) one(ctx context.Context, op wire.Op) (wire.Result, error) {
 			return o.res, o.err
 		}
 		if !o.res.Status.Decided() { // (a mismatch is an OpPutIf's answer, not an error)
-			return o.res, fmt.Errorf("client: %s %q: %s", op.Code, op.Key, o.res.Status)
+			return o.res, opError(op, o.res.Status)
 		}
 		return o.res, nil
 	case <-ctx.Done():

@@ -2,8 +2,10 @@ package client
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/batchkv/batchkv/internal/rpcdial"
+	"github.com/batchkv/batchkv/wire"
 )
 
 // Errors returned by the client. Test for them with errors.Is.
@@ -21,7 +23,30 @@ var (
 	// ErrInvalid is returned for an empty key or an unknown op; nothing was
 	// sent.
 	ErrInvalid = errors.New("client: invalid op")
+	// ErrNoMemory is returned for a write that the server refused because
+	// its stores are at their share of its -max-memory; it was not
+	// applied. Reads and deletes are still served.
+	ErrNoMemory = errors.New("client: server out of memory")
+	// ErrNoSpace is returned for a write that was refused because the
+	// disks of a majority of its shard's replicas are full; it was not
+	// applied. Reads are still served.
+	ErrNoSpace = errors.New("client: no space on the shard's disks")
 )
+
+// opError is the error of an op answered with st, which is neither
+// applied nor a conditional write's mismatch.
+func opError(op wire.Op, st wire.Status) error {
+	var kind error
+	switch st {
+	case wire.StatusNoMemory:
+		kind = ErrNoMemory
+	case wire.StatusNoSpace:
+		kind = ErrNoSpace
+	default:
+		return fmt.Errorf("client: %s %q: %s", op.Code, op.Key, st)
+	}
+	return fmt.Errorf("%w: %s %q: %s", kind, op.Code, op.Key, st)
+}
 
 // TLS mismatches, found when a connection fails: the error of the dial
 // or of the first call wraps one of these (errors.Is). They are

@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/batchkv/batchkv/wire"
 )
@@ -62,7 +61,7 @@ type PutIfResult struct {
 // StatusUnavail mean it may or may not have been applied).
 func PutIfOutcome(r wire.Result) (PutIfResult, error) {
 	if !r.Status.Decided() {
-		return PutIfResult{}, fmt.Errorf("client: conditional put: %s", r.Status)
+		return PutIfResult{}, opError(wire.Op{Code: wire.OpPutIf}, r.Status)
 	}
 	return PutIfResult{Written: r.Status.Applied(), Found: r.Status.Present(), Value: r.Value}, nil
 }

@@ -111,8 +111,31 @@ type Config struct {
 	// the port may do anything, Raft included.
 	Identity *auth.Identity
 	// Limits bound what any one peer can make the server hold; zero fields
-	// take DefaultLimits'.
+	// take DefaultLimits' (or, with MaxMemory, shares of it).
 	Limits Limits
+	// MaxMemory bounds the server's memory, in bytes: its stores may hold
+	// MemoryShares' store share of it, and a write past that is refused
+	// with wire.StatusNoMemory (reads and deletes go on); the rest is the
+	// heap's, which bounds the reply budgets (Limits.ReplyBudget at most a
+	// quarter of it, Limits.ConnReplyBudget an eighth of that) and is what
+	// kvsserver sets the Go runtime's memory limit (GOMEMLIMIT) to. Only
+	// the Arenas the server makes itself count: leave Store nil (a SyncMap
+	// is not counted, nor is a store given in Store). Zero means no bound; kvsserver's -max-memory
+	// defaults to three quarters of the machine's memory.
+	MaxMemory int64
+	// account counts the server's stores for MaxMemory.
+	account *store.Account
+}
+
+// MinMaxMemory is the least Config.MaxMemory a server runs with.
+const MinMaxMemory = 256 << 20
+
+// MemoryShares splits a server's MaxMemory of maxMemory bytes: what its stores
+// may hold, off the Go heap, and what the Go heap may take (a quarter of
+// it, at least 128 MiB and at most half).
+func MemoryShares(maxMemory int64) (stores, heap int64) {
+	heap = min(max(maxMemory/4, 128<<20), maxMemory/2)
+	return maxMemory - heap, heap
 }
 
 // The read modes of a replicated server (Config.ReadMode).
@@ -134,14 +157,29 @@ func (c *Config) validate() error {
 	if c.FrameTimeout == 0 {
 		c.FrameTimeout = DefaultFrameTimeout
 	}
+	c.account = new(store.Account)
 	if c.Store == nil {
-		c.Store, _ = store.New(store.DefaultKind)
+		c.Store = store.NewArenaIn(c.account)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
 	if c.HandshakeTimeout < 0 || c.FrameTimeout < 0 {
 		return errNegativeTimeout
+	}
+	switch {
+	case c.MaxMemory < 0:
+		return fmt.Errorf("kvs: MaxMemory of %d bytes", c.MaxMemory)
+	case c.MaxMemory > 0 && c.MaxMemory < MinMaxMemory:
+		return fmt.Errorf("kvs: MaxMemory of %d bytes: at least %d MiB", c.MaxMemory, MinMaxMemory>>20)
+	case c.MaxMemory > 0:
+		_, heap := MemoryShares(c.MaxMemory)
+		if c.Limits.ReplyBudget == 0 {
+			c.Limits.ReplyBudget = min(DefaultLimits().ReplyBudget, heap/4)
+		}
+		if c.Limits.ConnReplyBudget == 0 {
+			c.Limits.ConnReplyBudget = min(DefaultLimits().ConnReplyBudget, c.Limits.ReplyBudget/8)
+		}
 	}
 	var err error
 	if c.Limits, err = c.Limits.withDefaults(); err != nil {

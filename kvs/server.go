@@ -101,6 +101,10 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.resp = respserver.New(respserver.Config{FrameTimeout: cfg.FrameTimeout, TLS: s.serverTLS != nil, Logger: cfg.Logger})
 	s.apply = backend.NewApplier(&s.stats, s.replies)
+	if cfg.MaxMemory > 0 {
+		stores, _ := MemoryShares(cfg.MaxMemory)
+		s.apply.Limit = backend.NewStoreLimit(stores, cfg.account)
+	}
 	be, layout, err := newBackend(&cfg, &s.stats, s.apply)
 	if err != nil {
 		return nil, err

@@ -98,6 +98,10 @@ type NodeStats struct {
 	CPU       time.Duration // user + system CPU time of the process so far
 	RSS       int64         // resident memory now, in bytes
 	Conns     int           // connections open now
+	// StoreBytes is what the server's stores hold now, in bytes, and
+	// StoreLimit the most they may (a share of MaxMemory; 0: no bound).
+	StoreBytes, StoreLimit int64
+	MaxMemory              int64 // the server's -max-memory in bytes; 0: no bound
 }
 
 // ShardStatus is one replica's view of its shard.

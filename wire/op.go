@@ -65,6 +65,10 @@ const (
 	// StatusNoSpace answers a write to a shard a majority of whose
 	// replicas have full disks; not applied (reads are still served).
 	StatusNoSpace Status = 12
+	// StatusNoMemory answers a write that would take the server's stores
+	// past their share of its -max-memory; not applied (reads and deletes
+	// are still served). Redis answers the same case with its OOM error.
+	StatusNoMemory Status = 13
 )
 
 // String names the status for logs and errors.
@@ -96,6 +100,8 @@ func (s Status) String() string {
 		return "condition not met (key absent)"
 	case StatusNoSpace:
 		return "no space"
+	case StatusNoMemory:
+		return "no memory"
 	default:
 		return fmt.Sprintf("status(%d)", uint8(s))
 	}

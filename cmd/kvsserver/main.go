@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -28,6 +29,7 @@ import (
 
 	"github.com/batchkv/batchkv/auth"
 	"github.com/batchkv/batchkv/internal/cli"
+	"github.com/batchkv/batchkv/internal/sysmem"
 	"github.com/batchkv/batchkv/internal/tlsflags"
 	"github.com/batchkv/batchkv/kvs"
 	"github.com/batchkv/batchkv/kvs/replica"
@@ -86,7 +88,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&lim.IdleTimeout, "idle-timeout", 0, "close a connection with nothing in flight and no byte moved this long (0: "+defLim.IdleTimeout.String()+")")
 	fs.IntVar(&lim.MaxConns, "max-conns", 0, fmt.Sprintf("open connections in total (0: %d)", defLim.MaxConns))
 	fs.IntVar(&lim.MaxConnsPerHost, "max-conns-per-host", 0, fmt.Sprintf("open connections from one IP address (0: %d)", defLim.MaxConnsPerHost))
-	fs.Int64Var(&lim.ReplyBudget, "reply-budget", 0, fmt.Sprintf("bytes of values in replies not yet written, server-wide (0: %d MiB)", defLim.ReplyBudget>>20))
+	fs.Int64Var(&lim.ReplyBudget, "reply-budget", 0, fmt.Sprintf("bytes of values in replies not yet written, server-wide (0: %d MiB, or a quarter of -max-memory's heap share if less)", defLim.ReplyBudget>>20))
+	maxMemory := fs.String("max-memory", "auto", "bound on the server's memory, as bytes or with a unit (512MiB, 4GiB): the stores may take three quarters (less at under 512 MiB) and writes past that are refused with an OOM error while reads and deletes go on; the rest is the Go heap's limit (GOMEMLIMIT, unless set) and bounds the reply budgets; auto: 3/4 of the machine's memory (or its cgroup's limit); 0: no bound")
 	rf := fs.Int("rf", 1, "replication factor: each shard is a Raft group on this many servers (1: memory-only, unless -data-dir)")
 	shards := fs.Int("shards", 0, "shards of a replicated cluster (0: one per server); clients learn it from the servers")
 	inMemory := fs.Bool("in-memory", false, "at -rf 1, without -data-dir: make each shard a one-replica Raft group kept in memory, in place of the fixed ring, so that shards can move between servers (kvsctl add-server, remove-server, move); a server keeps nothing across a restart: started again with its -peers or -join, it serves the shards the cluster's map places on it again, empty")
@@ -126,8 +129,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if !ok {
 		return fmt.Errorf("-store %q: want one of %v", *storeName, store.Kinds)
 	}
-	cfg := kvs.Config{VirtualNodes: *vnodes, FrameTimeout: *frameTimeout, Logger: log, Store: st,
+	if *storeName == store.DefaultKind {
+		st = nil // the server makes its own Arenas, counted for -max-memory
+	}
+	maxMem, err := parseMaxMemory(*maxMemory)
+	if err != nil {
+		return err
+	}
+	cfg := kvs.Config{VirtualNodes: *vnodes, FrameTimeout: *frameTimeout, Logger: log, Store: st, MaxMemory: maxMem,
 		RF: *rf, Shards: *shards, DataDir: *dataDir, InMemory: *inMemory, NoSync: *noSync, RaftLog: logFormat, Raft: timing, ReadMode: *readMode, Identity: id, Limits: lim}
+	if maxMem > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		_, heap := kvs.MemoryShares(maxMem)
+		debug.SetMemoryLimit(heap)
+	}
 	if *raftVia != "" {
 		via, err := parseVia(*raftVia)
 		if err != nil {
@@ -202,7 +216,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		log.Info("joined", "through", cfg.Join, "rf", l.Replicas, "shards", l.Shards, "servers", len(l.Servers), "epoch", l.Epoch,
 			"next", "kvsctl -hosts "+cfg.Join+" add-server "+cfg.Self)
 	}
-	log.Info("serving", "addr", ln.Addr().String(), "peers", cfg.Peers, "self", cfg.Self, "store", *storeName)
+	log.Info("serving", "addr", ln.Addr().String(), "peers", cfg.Peers, "self", cfg.Self, "store", *storeName,
+		"max_memory", maxMem, "go_memory_limit", debug.SetMemoryLimit(-1))
 	if *admin != "" {
 		_, stopAdmin, err := serveAdmin(adminAddr(*admin), srv.Metrics(), log)
 		if err != nil {
@@ -309,4 +324,24 @@ func guessSelf(peers []string, port int) (string, error) {
 		return "", errors.New("cannot tell which of -peers is this server: pass -self")
 	}
 	return found[0], nil
+}
+
+// parseMaxMemory reads -max-memory: "auto" is three quarters of what the
+// machine (or its cgroup) gives the process, "0" no bound.
+func parseMaxMemory(v string) (int64, error) {
+	if v == "auto" {
+		m, err := sysmem.Machine()
+		if err != nil {
+			return 0, fmt.Errorf("-max-memory auto: %w (give a size)", err)
+		}
+		return max(m/4*3, kvs.MinMaxMemory), nil
+	}
+	n, err := sysmem.ParseSize(v)
+	if err != nil {
+		return 0, fmt.Errorf("-max-memory: %w", err)
+	}
+	if n > 0 && n < kvs.MinMaxMemory {
+		return 0, fmt.Errorf("-max-memory %s: at least %d MiB, or 0 for no bound", v, kvs.MinMaxMemory>>20)
+	}
+	return n, nil
 }

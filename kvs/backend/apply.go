@@ -27,6 +27,9 @@ type Applier struct {
 	stats   *stats.Stats
 	replies *Budget       // server-wide; nil in benchmarks that build backends by hand
 	slots   chan struct{} // build slots; nil likewise
+	// Limit bounds what the server's stores may hold (memory.go); nil
+	// means no bound. Set before the first batch.
+	Limit *StoreLimit
 	// valueBytes is the mean value size read by the last batch, plus one:
 	// the next batch sizes its value buffer from it.
 	valueBytes atomic.Uint64
@@ -56,6 +59,7 @@ func (a *Applier) apply(st store.Store, ops []wire.Op, results []wire.Result, cl
 // store.ApplyAt).
 func (a *Applier) applyAt(st store.Store, ops []wire.Op, at []int32, results []wire.Result, cl *Call) {
 	var gets, puts, dels, rejected uint64
+	var written int64
 	for i := range store.Selected(len(ops), at) {
 		switch {
 		case ops[i].Check() != wire.StatusOK:
@@ -64,9 +68,14 @@ func (a *Applier) applyAt(st store.Store, ops []wire.Op, at []int32, results []w
 			gets++
 		case ops[i].Code == wire.OpPut, ops[i].Code == wire.OpPutIf:
 			puts++
+			written += recordBytes(&ops[i])
 		default:
 			dels++
 		}
+	}
+	if a.Limit.refuses(written) {
+		at = refusePuts(ops, at, results)
+		puts = 0
 	}
 	if gets > 0 {
 		a.admit(cl)

@@ -140,11 +140,16 @@ func (b *Replicated) serveShard(g *replica.Group, args *wire.BatchArgs, reply *w
 	if p.conds > 0 && b.Planted.CASOnLeader.Load() {
 		leaderDecided = planted.DecideBeforeLog(g.Store(), p.entry)
 	}
+	if b.apply.Limit.Limit() > 0 && b.apply.Limit.refuses(entryBytes(p.entry)) {
+		b.refuseWrites(g, ops, p, results, wire.StatusNoMemory)
+		b.serveReads(g.Store(), ops, p, results, cl)
+		return
+	}
 	entry := wire.AppendBatchArgs(make([]byte, 0, wire.BatchArgsBound(p.entry)), &wire.BatchArgs{Session: args.Session, Seq: args.Seq, Ops: p.entry})
 	w, err := g.Write(entry, replica.ApplyTimeout)
 	switch {
 	case errors.Is(err, replica.ErrNoSpace):
-		b.noSpace(g, ops, p, results)
+		b.refuseWrites(g, ops, p, results, wire.StatusNoSpace)
 		b.serveReads(g.Store(), ops, p, results, cl)
 		return
 	case errors.Is(err, replica.ErrNotLeader):
@@ -202,21 +207,33 @@ func (b *Replicated) serveShard(g *replica.Group, args *wire.BatchArgs, reply *w
 	b.serveReads(g.Store(), ops, p, results, cl)
 }
 
-// noSpace answers the writes of a batch whose shard has no space with
-// StatusNoSpace, and readies all its gets to be read from the store
-// after a barrier (those after a write of their key in the batch read the
-// value the write would have replaced: it was not applied). If the
-// barrier fails, every op gets StatusNoSpace or StatusNotLeader.
-func (b *Replicated) noSpace(g *replica.Group, ops []wire.Op, p *shardPlan, results []wire.Result) {
+// entryBytes is what the puts of a log entry's ops would take in a store.
+func entryBytes(entry []wire.Op) int64 {
+	var n int64
+	for i := range entry {
+		if entry[i].Code == wire.OpPut || entry[i].Code == wire.OpPutIf {
+			n += recordBytes(&entry[i])
+		}
+	}
+	return n
+}
+
+// refuseWrites answers the writes of a batch that its shard cannot take
+// with st (StatusNoSpace: a majority's disks are full; StatusNoMemory:
+// the server's stores are at their limit), and readies all its gets to be
+// read from the store after a barrier (those after a write of their key
+// in the batch read the value the write would have replaced: it was not
+// applied). If the barrier fails, every op gets st or StatusNotLeader.
+func (b *Replicated) refuseWrites(g *replica.Group, ops []wire.Op, p *shardPlan, results []wire.Result, st wire.Status) {
 	gets := len(p.readAt) + len(p.riding) + len(p.shadow)
 	if gets > 0 && g.ReadBarrier() != nil {
-		b.answerAll(p, results, wire.StatusNoSpace)
+		b.answerAll(p, results, st)
 		p.readAt = nil
 		return
 	}
 	for _, i := range p.writeAt {
 		if ops[i].Code != wire.OpGet {
-			results[i] = wire.Result{Status: wire.StatusNoSpace}
+			results[i] = wire.Result{Status: st}
 		}
 	}
 	for _, l := range p.riding {

@@ -254,13 +254,18 @@ func appendValue(b []byte, op wire.Op, res wire.Result, proto int) []byte {
 	}
 }
 
-// appendOpError appends the error of an op that was not applied.
+// appendOpError appends the error of an op that was not applied. A write
+// refused for memory gets Redis's OOM error, which clients know.
 func appendOpError(b []byte, op wire.Op, st wire.Status) []byte {
 	what := "not applied"
 	if st == wire.StatusUnknown {
 		what = "it may or may not have been applied"
 	}
-	return resp.AppendError(b, fmt.Sprintf("ERR %s of key %s: %s (%s)", op.Code, strconv.QuoteToASCII(truncate(op.Key, 40)), st, what))
+	prefix := "ERR"
+	if st == wire.StatusNoMemory {
+		prefix = "OOM command not allowed when used memory > 'maxmemory':"
+	}
+	return resp.AppendError(b, fmt.Sprintf("%s %s of key %s: %s (%s)", prefix, op.Code, strconv.QuoteToASCII(truncate(op.Key, 40)), st, what))
 }
 
 func truncate(s string, n int) string {

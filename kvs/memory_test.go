@@ -1,0 +1,148 @@
+package kvs_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/batchkv/batchkv/client"
+	"github.com/batchkv/batchkv/kvs"
+	"github.com/batchkv/batchkv/wire"
+)
+
+// TestMaxMemoryRefusesWritesAndServesReads: a server at its least
+// MaxMemory (its stores may hold 128 MiB) takes 64 KiB values until its
+// stores reach their share; then a write is refused with ErrNoMemory (and
+// over RESP with Redis's OOM error) and changes nothing, while every key
+// written reads back and deletes go on; once deletes have given memory
+// back, writes are taken again. The same holds for a memory-only server
+// and for a shard that is a Raft group.
+func TestMaxMemoryRefusesWritesAndServesReads(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fills 128 MiB")
+	}
+	for _, tc := range []struct {
+		name string
+		cfg  kvs.Config
+		ccfg client.Config
+	}{
+		{"memory-only", kvs.Config{}, client.Config{}},
+		{"raft group", kvs.Config{InMemory: true}, client.Config{Shards: 1, RF: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.cfg.MaxMemory = kvs.MinMaxMemory
+			_, addr := startServer(t, tc.cfg)
+			tc.ccfg.Servers = []string{addr}
+			cl, err := client.New(tc.ccfg)
+			require.NoError(t, err)
+			defer cl.Close()
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+
+			stores, _ := kvs.MemoryShares(kvs.MinMaxMemory)
+			value := func(i int) string { return fmt.Sprintf("%08d", i) + strings.Repeat("v", 64<<10-100) }
+			written := 0
+			var refused error
+			for i := range 4 * int(stores>>16) { // twice what fits, at least
+				if refused = cl.Put(ctx, fmt.Sprint(i), value(i)); refused != nil {
+					break
+				}
+				written++
+			}
+			require.ErrorIs(t, refused, client.ErrNoMemory)
+			t.Logf("%d values of 64 KiB taken before the first refusal (stores' share %d MiB)", written, stores>>20)
+			require.Greater(t, written, int(stores>>16)*3/4, "refused long before the share was used")
+			st, err := client.Admin{}.Status(addr, wire.StatusRequest{}, 5*time.Second)
+			require.NoError(t, err)
+			require.LessOrEqual(t, st.Node.StoreBytes, stores+1<<20, "the stores went past their share")
+			require.Equal(t, stores, st.Node.StoreLimit)
+
+			// The refused key is absent; every written one reads back.
+			_, err = cl.Get(ctx, fmt.Sprint(written))
+			require.ErrorIs(t, err, client.ErrNotFound)
+			for _, i := range []int{0, written / 2, written - 1} {
+				v, err := cl.Get(ctx, fmt.Sprint(i))
+				require.NoError(t, err)
+				require.Equal(t, value(i), v)
+			}
+			// An explicit batch: its get is served, its put refused.
+			res, err := cl.Do(ctx, []wire.Op{{Code: wire.OpGet, Key: "0"}, {Code: wire.OpPut, Key: "new", Value: value(-1)}})
+			require.NoError(t, err)
+			require.Equal(t, wire.StatusOK, res[0].Status)
+			require.Equal(t, wire.StatusNoMemory, res[1].Status)
+
+			// Redis clients get Redis's OOM error.
+			rdb := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2})
+			defer rdb.Close()
+			err = rdb.Set(ctx, "new", value(-1), 0).Err()
+			require.Error(t, err)
+			require.True(t, strings.HasPrefix(err.Error(), "OOM "), "RESP error %q", err)
+			got, err := rdb.Get(ctx, "0").Result()
+			require.NoError(t, err)
+			require.Equal(t, value(0), got)
+
+			// Deletes are served and give memory back; writes go on.
+			for i := range written / 2 {
+				require.NoError(t, cl.Delete(ctx, fmt.Sprint(i)))
+			}
+			require.Eventually(t, func() bool { return cl.Put(ctx, "new", value(-1)) == nil },
+				10*time.Second, 50*time.Millisecond, "writes refused after deletes")
+			v, err := cl.Get(ctx, "new")
+			require.NoError(t, err)
+			require.Equal(t, value(-1), v)
+		})
+	}
+}
+
+// TestMemoryMetrics: /metrics reports the server's memory bounds and what
+// its stores hold.
+func TestMemoryMetrics(t *testing.T) {
+	srv, addr := startServer(t, kvs.Config{MaxMemory: 1 << 30})
+	cl, err := client.New(client.Config{Servers: []string{addr}})
+	require.NoError(t, err)
+	defer cl.Close()
+	require.NoError(t, cl.Put(t.Context(), "k", strings.Repeat("v", 1000)))
+
+	h := httptest.NewServer(promhttp.HandlerFor(srv.Metrics(), promhttp.HandlerOpts{}))
+	defer h.Close()
+	resp, err := http.Get(h.URL)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	stores, _ := kvs.MemoryShares(1 << 30)
+	for _, want := range []string{
+		"batchkv_memory_max_bytes 1.073741824e+09",
+		fmt.Sprintf("batchkv_store_limit_bytes %g", float64(stores)),
+		"batchkv_reply_budget_bytes 6.7108864e+07", // a quarter of the heap's 256 MiB
+		"batchkv_store_bytes ",
+		"batchkv_go_memory_limit_bytes ",
+	} {
+		require.Contains(t, string(body), want)
+	}
+	require.NotContains(t, string(body), "batchkv_store_bytes 0\n", "the store's bytes are counted")
+}
+
+// TestMaxMemoryConfig: MaxMemory under the least is refused; the shares
+// add up and bound the reply budgets.
+func TestMaxMemoryConfig(t *testing.T) {
+	_, err := kvs.New(kvs.Config{MaxMemory: kvs.MinMaxMemory - 1})
+	require.ErrorContains(t, err, "at least 256 MiB")
+	_, err = kvs.New(kvs.Config{MaxMemory: -1})
+	require.Error(t, err)
+	for _, m := range []int64{256 << 20, 1 << 30, 24 << 30} {
+		stores, heap := kvs.MemoryShares(m)
+		require.Equal(t, m, stores+heap)
+		require.GreaterOrEqual(t, heap, min(int64(128<<20), m/2))
+		require.LessOrEqual(t, heap, m/2)
+	}
+}
