@@ -78,6 +78,8 @@ type options struct {
 	syncOps    int
 	tls        *tls.Config
 
+	stallConns, stallRequests, stallGets, stallValueBytes int
+
 	check        bool
 	checkClients int
 	checkKeys    int
@@ -109,6 +111,10 @@ func parse(args []string) (*options, error) {
 	fs.IntVar(&o.checkClients, "check-clients", 4, "with -check: goroutines on the hot keys, besides the -numClients of the load")
 	fs.IntVar(&o.checkKeys, "check-keys", 8, "with -check: hot keys")
 	fs.DurationVar(&o.checkTimeout, "check-timeout", time.Minute, "with -check: the longest the check may take")
+	fs.IntVar(&o.stallConns, "stall-conns", 0, "before the load, open this many connections to the first host that pipeline requests for a large value and never read the replies (the pipelining attack on a server's memory); they stay open through the load")
+	fs.IntVar(&o.stallRequests, "stall-requests", 6, "with -stall-conns: batches each connection pipelines")
+	fs.IntVar(&o.stallGets, "stall-gets", 400, "with -stall-conns: gets of the large value in each batch")
+	fs.IntVar(&o.stallValueBytes, "stall-value-bytes", wire.MaxValueBytes, "with -stall-conns: bytes of the large value")
 	fs.StringVar(&o.checkHTML, "check-html", "", "with -check: where to write porcupine's visualization of a violation (default: kvsclient-check-PID.html in the temporary directory)")
 	tf := tlsflags.Register(fs)
 	if err := cli.Parse(fs, args, os.Stdout, os.Stderr); err != nil {
@@ -136,6 +142,14 @@ func parse(args []string) (*options, error) {
 		return nil, fmt.Errorf("-batchSize must be in [1, %d]", wire.MaxBatchOps)
 	case o.valueBytes < 0 || o.valueBytes > wire.MaxValueBytes:
 		return nil, fmt.Errorf("-valueBytes must be in [0, %d]", wire.MaxValueBytes)
+	case o.stallConns < 0 || o.stallConns > 4096:
+		return nil, errors.New("-stall-conns must be in [0, 4096]")
+	case o.stallConns > 0 && (o.stallRequests < 1 || o.stallGets < 1 || o.stallGets > wire.MaxBatchOps):
+		return nil, fmt.Errorf("-stall-requests must be positive and -stall-gets in [1, %d]", wire.MaxBatchOps)
+	case o.stallConns > 0 && (o.stallValueBytes < 1 || o.stallValueBytes > wire.MaxValueBytes):
+		return nil, fmt.Errorf("-stall-value-bytes must be in [1, %d]", wire.MaxValueBytes)
+	case o.stallConns > 0 && o.tls != nil:
+		return nil, errors.New("-stall-conns speaks plaintext only")
 	}
 	if o.check {
 		switch {
@@ -187,6 +201,13 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			return fmt.Errorf("preload: %w", err)
 		}
 		fmt.Fprintf(stdout, "preloaded %d keys in %.2fs\n", o.records, time.Since(start).Seconds())
+	}
+	if o.stallConns > 0 {
+		stop, err := stall(ctx, cl, o.hosts[0], o.stallConns, o.stallRequests, o.stallGets, o.stallValueBytes, stdout)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	if o.cpuprofile != "" {
 		f, err := os.Create(o.cpuprofile)
