@@ -214,7 +214,7 @@ func (s *Arena) Range(fn func(key string, value []byte) bool) {
 				continue
 			}
 			ref := refOf(slot)
-			if !fn(aliasString(sh.rec.key(ref)), sh.rec.value(ref)) {
+			if !fn(string(sh.rec.key(ref)), sh.rec.value(ref)) { // the key is a copy, which a caller may keep
 				sh.mu.RUnlock()
 				return
 			}
