@@ -117,12 +117,17 @@ type Config struct {
 	// MemoryShares' store share of it, and a write past that is refused
 	// with wire.StatusNoMemory (reads and deletes go on); the rest is the
 	// heap's, which bounds the reply budgets (Limits.ReplyBudget at most a
-	// quarter of it, Limits.ConnReplyBudget an eighth of that) and is what
-	// kvsserver sets the Go runtime's memory limit (GOMEMLIMIT) to. Only
+	// quarter of it, Limits.ConnReplyBudget an eighth of that). Only
 	// the Arenas the server makes itself count: leave Store nil (a SyncMap
 	// is not counted, nor is a store given in Store). Zero means no bound; kvsserver's -max-memory
 	// defaults to three quarters of the machine's memory.
 	MaxMemory int64
+	// GoMemoryLimit, with MaxMemory, has the server keep the Go runtime's
+	// memory limit (debug.SetMemoryLimit, GOMEMLIMIT) at MaxMemory less
+	// what its stores hold, and never under the heap's share. The limit is
+	// the process's: set it for one server per process (kvsserver does,
+	// unless GOMEMLIMIT is set in its environment).
+	GoMemoryLimit bool
 	// account counts the server's stores for MaxMemory.
 	account *store.Account
 }

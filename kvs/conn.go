@@ -35,8 +35,10 @@ import (
 // Nothing larger than those 8 bytes is allocated before the protocol is
 // known. From then on the reaper closes the connection once it has had no
 // request in flight and moved no byte for Limits.IdleTimeout (a Raft
-// connection only until it has carried an RPC), and every write must
-// finish within Limits.WriteTimeout.
+// connection only until it has carried an RPC), every write must finish
+// within Limits.WriteTimeout, and while the server is over its reply
+// budget a connection whose replies wait unwritten for
+// Limits.StallTimeout is closed.
 
 // connState is what the server knows of one open connection.
 type connState struct {
@@ -48,6 +50,7 @@ type connState struct {
 	role auth.Role
 
 	active   atomic.Int64 // unix nanoseconds of the last byte moved
+	wrote    atomic.Int64 // unix nanoseconds of the last write that moved a byte
 	inflight atomic.Int32 // requests read and not yet answered
 	// carried is set once a byte of a Raft RPC has been read on a
 	// connection handed to a shard's Raft transport. The reaper spares a
@@ -87,12 +90,26 @@ func (c *activityConn) Write(p []byte) (int, error) {
 	if !c.st.perReply.Load() {
 		_ = c.Conn.SetWriteDeadline(time.Now().Add(c.writeTimeout))
 	}
-	n, err := c.Conn.Write(p)
-	if n > 0 {
-		c.st.touch()
+	// In pieces, so that a large reply to a peer that reads shows progress
+	// while it goes out (Limits.StallTimeout closes peers that show none).
+	written := 0
+	for written < len(p) {
+		n, err := c.Conn.Write(p[written:min(len(p), written+writePiece)])
+		written += n
+		if n > 0 {
+			now := time.Now().UnixNano()
+			c.st.active.Store(now)
+			c.st.wrote.Store(now)
+		}
+		if err != nil {
+			return written, err
+		}
 	}
-	return n, err
+	return written, nil
 }
+
+// writePiece is the most activityConn writes in one call.
+const writePiece = 256 << 10
 
 // handle completes a new connection's handshake and hands it to its
 // protocol.

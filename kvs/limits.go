@@ -21,6 +21,12 @@ type Limits struct {
 	// WriteTimeout bounds each write to a connection; a peer that does not
 	// read its replies has its connection closed after it. Default 10 s.
 	WriteTimeout time.Duration
+	// StallTimeout closes, while the server holds more than ReplyBudget
+	// of unwritten replies, a connection whose replies have held bytes
+	// and written none for this long, so that peers that stop reading
+	// cannot keep the others waiting for budget (a peer that reads shows
+	// progress every 256 KiB). Default 250 ms.
+	StallTimeout time.Duration
 	// MaxInFlight caps the requests of one connection being served at
 	// once; the connection is not read further until one is answered.
 	// Default 256 (the load client keeps 64 per connection).
@@ -50,6 +56,7 @@ func DefaultLimits() Limits {
 		MaxConnsPerHost: 512,
 		IdleTimeout:     2 * time.Minute,
 		WriteTimeout:    10 * time.Second,
+		StallTimeout:    250 * time.Millisecond,
 		MaxInFlight:     256,
 		ReplyBudget:     512 << 20,
 		ConnReplyBudget: 64 << 20,
@@ -62,7 +69,7 @@ func DefaultLimits() Limits {
 // ones.
 func (l Limits) withDefaults() (Limits, error) {
 	d := DefaultLimits()
-	if l.MaxConns < 0 || l.MaxConnsPerHost < 0 || l.IdleTimeout < 0 || l.WriteTimeout < 0 ||
+	if l.MaxConns < 0 || l.MaxConnsPerHost < 0 || l.IdleTimeout < 0 || l.WriteTimeout < 0 || l.StallTimeout < 0 ||
 		l.MaxInFlight < 0 || l.ReplyBudget < 0 || l.ConnReplyBudget < 0 || l.MaxGobMessage < 0 || l.DigestEvery < 0 {
 		return l, errNegativeLimit
 	}
@@ -76,7 +83,8 @@ func (l Limits) withDefaults() (Limits, error) {
 	fill(&l.MaxInFlight, d.MaxInFlight)
 	fill(&l.MaxGobMessage, d.MaxGobMessage)
 	for _, f := range []struct{ v, def *time.Duration }{
-		{&l.IdleTimeout, &d.IdleTimeout}, {&l.WriteTimeout, &d.WriteTimeout}, {&l.DigestEvery, &d.DigestEvery},
+		{&l.IdleTimeout, &d.IdleTimeout}, {&l.WriteTimeout, &d.WriteTimeout}, {&l.StallTimeout, &d.StallTimeout},
+		{&l.DigestEvery, &d.DigestEvery},
 	} {
 		if *f.v == 0 {
 			*f.v = *f.def

@@ -512,3 +512,72 @@ func TestDuplicateSequenceNumbersReleaseTheirCharges(t *testing.T) {
 	require.Eventually(t, func() bool { return kvs.ReplyBytesHeld(srv) == 0 }, 5*time.Second, 10*time.Millisecond,
 		"reply bytes still charged: %d", kvs.ReplyBytesHeld(srv))
 }
+
+// stalledAttack runs 8 connections that each pipeline 2 batches of 62
+// gets of a 1 MiB value and never read, against a server whose reply
+// budget is 16 MiB, and returns how long another client then took to be
+// served 20 gets (or the error that ended them, 5 s at the most) and how
+// many connections the server closed as stalled.
+func stalledAttack(t *testing.T, stall time.Duration) (time.Duration, uint64, error) {
+	srv, addr := startServer(t, kvs.Config{Limits: kvs.Limits{ReplyBudget: 16 << 20, ConnReplyBudget: 4 << 20,
+		StallTimeout: stall, WriteTimeout: time.Minute}})
+	cl, err := client.New(client.Config{Servers: []string{addr}})
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, cl.Put(ctx, "big", strings.Repeat("x", wire.MaxValueBytes)))
+	require.NoError(t, cl.Put(ctx, "small", "v"))
+	for range 8 {
+		conn := pipelineBigReads(t, addr, "big", 2)
+		defer conn.Close()
+	}
+	require.Eventually(t, func() bool { return replyHeld(t, srv) >= 16<<20 }, 10*time.Second, 5*time.Millisecond,
+		"the attack never took the server over its reply budget")
+	start := time.Now()
+	served, cancelServed := context.WithTimeout(ctx, 5*time.Second)
+	defer cancelServed()
+	for range 20 {
+		v, err := cl.Get(served, "small")
+		if err != nil {
+			return time.Since(start), srv.Stats().StalledClosed.Load(), err
+		}
+		require.Equal(t, "v", v)
+	}
+	return time.Since(start), srv.Stats().StalledClosed.Load(), nil
+}
+
+// TestStalledReadersDoNotStarveOthers: peers that each hold one large
+// reply unread (one always proceeds per connection) take the server over
+// its reply budget, where every other batch with gets waits; the server
+// closes them once they have written nothing for Limits.StallTimeout, so
+// another client's 20 gets are served within 5 s. With the stall timeout
+// as long as the write timeout, the same client is not served within
+// those 5 s (the check that cutting stalled peers is what serves it).
+func TestStalledReadersDoNotStarveOthers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocates about 1 GiB")
+	}
+	took, closed, err := stalledAttack(t, 200*time.Millisecond)
+	t.Logf("with a 200 ms stall timeout: another client's 20 gets took %v (%v), %d connections closed as stalled", took, err, closed)
+	require.NoError(t, err)
+	require.Positive(t, closed)
+
+	took, closed, err = stalledAttack(t, time.Minute)
+	t.Logf("with a 1 min stall timeout: %v (%v), %d closed", took, err, closed)
+	require.Error(t, err, "the client was served while the attackers held the budget")
+	require.Zero(t, closed)
+}
+
+// replyHeld reads the server's batchkv_reply_held_bytes metric.
+func replyHeld(t *testing.T, srv *kvs.Server) float64 {
+	mfs, err := srv.Metrics().Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == "batchkv_reply_held_bytes" {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatal("no batchkv_reply_held_bytes metric")
+	return 0
+}

@@ -47,6 +47,7 @@ import (
 	"net"
 	"net/http"
 	"net/rpc"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -162,6 +163,10 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.ln = ln
 	s.httpLn = handoff.New(ln.Addr())
 	s.wg.Add(2)
+	if s.cfg.GoMemoryLimit && s.cfg.MaxMemory > 0 {
+		s.wg.Add(1)
+		go s.limitGoMemory()
+	}
 	s.mu.Unlock()
 	go func() {
 		defer s.wg.Done()
@@ -249,10 +254,11 @@ func (s *Server) drop(st *connState) {
 
 // reap closes, every so often, the connections that have had no request
 // in flight and moved no byte for Limits.IdleTimeout, except Raft
-// connections that have carried an RPC (see connState).
+// connections that have carried an RPC (see connState), and, while the
+// server is over its reply budget, those that stall (stalled).
 func (s *Server) reap() {
 	defer s.wg.Done()
-	tick := time.NewTicker(min(s.limits.IdleTimeout/4, time.Second))
+	tick := time.NewTicker(min(s.limits.IdleTimeout/4, s.limits.StallTimeout/4, time.Second))
 	defer tick.Stop()
 	for {
 		select {
@@ -260,11 +266,15 @@ func (s *Server) reap() {
 			return
 		case now := <-tick.C:
 			cutoff := now.Add(-s.limits.IdleTimeout).UnixNano()
-			var idle []*connState
+			over := s.replies.Over()
+			var idle, stalled []*connState
 			s.mu.Lock()
 			for st := range s.conns {
-				if st.inflight.Load() == 0 && st.active.Load() < cutoff && !st.carried.Load() {
+				switch {
+				case st.inflight.Load() == 0 && st.active.Load() < cutoff && !st.carried.Load():
 					idle = append(idle, st)
+				case over && s.stalled(st, now):
+					stalled = append(stalled, st)
 				}
 			}
 			s.mu.Unlock()
@@ -272,8 +282,52 @@ func (s *Server) reap() {
 				s.stats.IdleClosed.Add(1)
 				s.drop(st)
 			}
+			for _, st := range stalled {
+				s.stats.StalledClosed.Add(1)
+				s.drop(st)
+			}
 		}
 	}
+}
+
+// limitGoMemory sets the Go runtime's memory limit (GOMEMLIMIT) to
+// MaxMemory less what the stores hold, now and every goMemoryEvery, so
+// that the heap and the stores together stay within MaxMemory. A limit
+// fixed at the heap's share instead would sit below what the heap
+// legitimately holds when replies fill their budgets, and the collector
+// would then run without pause.
+func (s *Server) limitGoMemory() {
+	defer s.wg.Done()
+	set := func() {
+		_, heap := MemoryShares(s.cfg.MaxMemory)
+		debug.SetMemoryLimit(max(s.cfg.MaxMemory-s.cfg.account.Bytes(), heap))
+	}
+	set()
+	tick := time.NewTicker(goMemoryEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-tick.C:
+			set()
+		}
+	}
+}
+
+// goMemoryEvery is how often limitGoMemory follows the stores.
+const goMemoryEvery = 250 * time.Millisecond
+
+// stalled reports whether st's replies hold bytes and it has written none
+// for Limits.StallTimeout since they began to: a peer that stopped
+// reading, whose replies hold what other requests wait for.
+func (s *Server) stalled(st *connState, now time.Time) bool {
+	held, since := st.replies.HeldSince()
+	if held == 0 {
+		return false
+	}
+	last := max(since.UnixNano(), st.wrote.Load())
+	return now.UnixNano()-last > int64(s.limits.StallTimeout)
 }
 
 // Conns returns the number of open connections.

@@ -21,7 +21,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -89,7 +88,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&lim.MaxConns, "max-conns", 0, fmt.Sprintf("open connections in total (0: %d)", defLim.MaxConns))
 	fs.IntVar(&lim.MaxConnsPerHost, "max-conns-per-host", 0, fmt.Sprintf("open connections from one IP address (0: %d)", defLim.MaxConnsPerHost))
 	fs.Int64Var(&lim.ReplyBudget, "reply-budget", 0, fmt.Sprintf("bytes of values in replies not yet written, server-wide (0: %d MiB, or a quarter of -max-memory's heap share if less)", defLim.ReplyBudget>>20))
-	maxMemory := fs.String("max-memory", "auto", "bound on the server's memory, as bytes or with a unit (512MiB, 4GiB): the stores may take three quarters (less at under 512 MiB) and writes past that are refused with an OOM error while reads and deletes go on; the rest is the Go heap's limit (GOMEMLIMIT, unless set) and bounds the reply budgets; auto: 3/4 of the machine's memory (or its cgroup's limit); 0: no bound")
+	maxMemory := fs.String("max-memory", "auto", "bound on the server's memory, as bytes or with a unit (512MiB, 4GiB): the stores may take three quarters (less at under 512 MiB) and writes past that are refused with an OOM error while reads and deletes go on; the rest is the Go heap's and bounds the reply budgets; the Go runtime's memory limit (GOMEMLIMIT, unless set) follows what the stores leave of it; auto: 3/4 of the machine's memory (or its cgroup's limit); 0: no bound")
 	rf := fs.Int("rf", 1, "replication factor: each shard is a Raft group on this many servers (1: memory-only, unless -data-dir)")
 	shards := fs.Int("shards", 0, "shards of a replicated cluster (0: one per server); clients learn it from the servers")
 	inMemory := fs.Bool("in-memory", false, "at -rf 1, without -data-dir: make each shard a one-replica Raft group kept in memory, in place of the fixed ring, so that shards can move between servers (kvsctl add-server, remove-server, move); a server keeps nothing across a restart: started again with its -peers or -join, it serves the shards the cluster's map places on it again, empty")
@@ -138,10 +137,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	cfg := kvs.Config{VirtualNodes: *vnodes, FrameTimeout: *frameTimeout, Logger: log, Store: st, MaxMemory: maxMem,
 		RF: *rf, Shards: *shards, DataDir: *dataDir, InMemory: *inMemory, NoSync: *noSync, RaftLog: logFormat, Raft: timing, ReadMode: *readMode, Identity: id, Limits: lim}
-	if maxMem > 0 && os.Getenv("GOMEMLIMIT") == "" {
-		_, heap := kvs.MemoryShares(maxMem)
-		debug.SetMemoryLimit(heap)
-	}
+	cfg.GoMemoryLimit = os.Getenv("GOMEMLIMIT") == ""
 	if *raftVia != "" {
 		via, err := parseVia(*raftVia)
 		if err != nil {
@@ -217,7 +213,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			"next", "kvsctl -hosts "+cfg.Join+" add-server "+cfg.Self)
 	}
 	log.Info("serving", "addr", ln.Addr().String(), "peers", cfg.Peers, "self", cfg.Self, "store", *storeName,
-		"max_memory", maxMem, "go_memory_limit", debug.SetMemoryLimit(-1))
+		"max_memory", maxMem)
 	if *admin != "" {
 		_, stopAdmin, err := serveAdmin(adminAddr(*admin), srv.Metrics(), log)
 		if err != nil {

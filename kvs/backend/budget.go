@@ -3,6 +3,7 @@ package backend
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // The reply budget. A batch's gets copy values into a buffer that its
@@ -19,7 +20,10 @@ import (
 //     once it holds a slot;
 //   - once built, the reply's value bytes are charged to both until the
 //     reply is written or its connection dies (a peer that does not read
-//     is cut off after Limits.WriteTimeout).
+//     is cut off after Limits.WriteTimeout, and sooner, after
+//     Limits.StallTimeout, while the server is over its budget: else a
+//     few peers that each hold one large reply, which always proceeds,
+//     would keep every other batch with gets waiting until then).
 //
 // The simpler alternative, reserving the largest possible reply before a
 // batch runs, would make every 8192-get batch reserve 63 MiB and serialize
@@ -29,6 +33,7 @@ import (
 type Budget struct {
 	limit int64
 	held  atomic.Int64
+	since atomic.Int64 // unix nanoseconds at which held last rose from 0
 
 	mu   sync.Mutex
 	cond *sync.Cond // signalled when held goes down
@@ -64,6 +69,19 @@ func (b *Budget) wait() bool {
 // Held returns the bytes held.
 func (b *Budget) Held() int64 { return b.held.Load() }
 
+// Over reports whether something is held and the limit is reached.
+func (b *Budget) Over() bool { return b.over() }
+
+// HeldSince returns the bytes held and, when that is not 0, since when
+// something has been held without a break.
+func (b *Budget) HeldSince() (int64, time.Time) {
+	h := b.held.Load()
+	if h == 0 {
+		return 0, time.Time{}
+	}
+	return h, time.Unix(0, b.since.Load())
+}
+
 // Call is one request whose reply holds values until it is written: the
 // bytes it holds charged, to its connection's budget and the server's.
 type Call struct {
@@ -71,7 +89,11 @@ type Call struct {
 	charged int64   // set by the request's goroutine, read after it returns
 }
 
-func (b *Budget) charge(n int64) { b.held.Add(n) }
+func (b *Budget) charge(n int64) {
+	if n > 0 && b.held.Add(n) == n {
+		b.since.Store(time.Now().UnixNano())
+	}
+}
 
 func (b *Budget) release(n int64) {
 	if n == 0 {

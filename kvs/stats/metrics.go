@@ -18,7 +18,7 @@ type statsCollector struct {
 	stats                                  *Stats
 	ops, results, batches, batchOps        *prometheus.Desc
 	bytesIn, bytesOut, forwarded, badConns *prometheus.Desc
-	idleClosed, budgetWaits                *prometheus.Desc
+	idleClosed, budgetWaits, stalledClosed *prometheus.Desc
 }
 
 func newStatsCollector(st *Stats) *statsCollector {
@@ -37,13 +37,15 @@ func newStatsCollector(st *Stats) *statsCollector {
 		badConns:    d("bad_connections_total", "Connections closed for bad input, a failed handshake, or over a cap."),
 		idleClosed:  d("idle_closed_connections_total", "Connections closed for idling past the idle timeout."),
 		budgetWaits: d("reply_budget_waits_total", "Batches that waited for a reply budget (bytes of unwritten replies)."),
+		stalledClosed: d("stalled_closed_connections_total",
+			"Connections closed for leaving their replies unread while the server was over its reply budget."),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.ops, c.results, c.batches, c.batchOps, c.bytesIn, c.bytesOut, c.forwarded, c.badConns,
-		c.idleClosed, c.budgetWaits} {
+		c.idleClosed, c.budgetWaits, c.stalledClosed} {
 		ch <- d
 	}
 }
@@ -69,6 +71,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.badConns, st.BadConns.Load())
 	counter(c.idleClosed, st.IdleClosed.Load())
 	counter(c.budgetWaits, st.BudgetWaits.Load())
+	counter(c.stalledClosed, st.StalledClosed.Load())
 
 	// The histogram's buckets are cumulative; ours count each range once.
 	buckets := map[float64]uint64{}

@@ -32,6 +32,10 @@ type Stats struct {
 	// BudgetWaits counts batches that waited for a reply budget
 	// (Limits.ReplyBudget, Limits.ConnReplyBudget).
 	BudgetWaits atomic.Uint64
+	// StalledClosed counts connections closed for holding unwritten
+	// replies without reading them while the server was over its reply
+	// budget (Limits.StallTimeout).
+	StalledClosed atomic.Uint64
 
 	// Results counts ops by the status they were answered with (indexed by
 	// wire.Status); a batch rejected whole counts every op in it.
