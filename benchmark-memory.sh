@@ -112,7 +112,7 @@ measure() {
     rss=$(( $(status_kb "$pid" VmRSS) * 1024 ))
     hwm=$(( $(status_kb "$pid" VmHWM) * 1024 ))
     awk -v k="$keys" -v r="$round" -v s="$system" -v rss="$rss" -v hwm="$hwm" \
-        'BEGIN { printf "%d,%d,%s,%d,%d,%.1f,%.1f\n", k, r, s, rss, hwm, rss / k, hwm / k }' >> "$CSV"
+        'BEGIN { printf "%d,%d,%s,%.0f,%.0f,%.1f,%.1f\n", k, r, s, rss, hwm, rss / k, hwm / k }' >> "$CSV"
     printf '  %-8s %9d keys: RSS %6.0f MiB, %5.1f B/key (peak %5.1f B/key)\n' "$system" "$keys" \
         "$(awk -v b="$rss" 'BEGIN {print b / 1048576}')" \
         "$(awk -v b="$rss" -v k="$keys" 'BEGIN {print b / k}')" \
@@ -175,7 +175,7 @@ for conns in $ATTACK_CONNS; do
     ops=$(awk '$1 == "throughput" {print $2; exit}' "$OUT/kvsclient-attack-$conns.txt")
     procs_stop
     awk -v c="$conns" -v m="$max_bytes" -v h="$hwm" -v o="${ops:-0}" \
-        'BEGIN { printf "%d,%d,%d,%.2f,%s\n", c, m, h, h / m, o }' >> "$ATTACK_CSV"
+        'BEGIN { printf "%d,%.0f,%.0f,%.2f,%s\n", c, m, h, h / m, o }' >> "$ATTACK_CSV"
     printf '  %3d stalled connections: peak RSS %.0f MiB of %.0f MiB (%.2f), the small load %s ops/s\n' "$conns" \
         "$(awk -v b="$hwm" 'BEGIN {print b / 1048576}')" "$(awk -v b="$max_bytes" 'BEGIN {print b / 1048576}')" \
         "$(awk -v h="$hwm" -v m="$max_bytes" 'BEGIN {print h / m}')" "${ops:-0}"
