@@ -30,7 +30,10 @@ func shortOptions(t *testing.T, name string) experiment.Options {
 	case "random":
 		o.Fault = 6 * time.Second
 	case "slow-network", "slow-network-egress":
-		o.Fault = 4 * time.Second // the open load's phases are half a step
+		// The open load's phases are half a step, and each settles for 2 s
+		// before it is measured: longer than the commit gate takes to see
+		// that a link slowed (its floor's span, 1 s, and a few measures).
+		o.Fault = 8 * time.Second
 	}
 	o.Bulk = load.BulkConfig{Goroutines: 16, Batch: 256, Keys: 256, Reads: 0.95, ValueSize: 32, AttemptTimeout: 5 * time.Second}
 	o.Checked = load.CheckedConfig{Clients: 4, Keys: 50, MaxOps: 4}
