@@ -10,9 +10,9 @@ import (
 // The Arena keeps its records and its larger slot tables outside the Go
 // heap, in memory it maps from the kernel itself (offheap). The garbage
 // collector lets the heap grow to twice what it holds live before it
-// collects (GOGC=100), so a store of 300 MB on the heap let the server's
-// RSS reach about twice that with the garbage of requests and replies:
-// 582 bytes a key for a 145-byte record at 2,000,000 keys (issue 35).
+// collects (GOGC=100), and a store on the heap is part of what it holds:
+// with it, a server took 582 bytes a key for a 145-byte record at
+// 2,000,000 keys (issue 35).
 // Memory mapped apart is neither scanned nor counted by the collector:
 // the heap's headroom is then a share of what requests hold, not of the
 // store.
