@@ -44,6 +44,8 @@ type shardPlan struct {
 	// conds counts the entry's conditional writes, whose results come
 	// from the state machine.
 	conds int
+	// putBytes is what the entry's puts would take in a store (StoreLimit).
+	putBytes int64
 }
 
 // link ties the get at index at in a batch's ops to what answers it.
@@ -100,8 +102,10 @@ func planShard(ops []wire.Op, results []wire.Result) *shardPlan {
 		case wire.OpPutIf:
 			p.conds++
 			p.puts++
+			p.putBytes += recordBytes(op)
 		default:
 			p.puts++
+			p.putBytes += recordBytes(op)
 		}
 	}
 	return p
@@ -140,7 +144,7 @@ func (b *Replicated) serveShard(g *replica.Group, args *wire.BatchArgs, reply *w
 	if p.conds > 0 && b.Planted.CASOnLeader.Load() {
 		leaderDecided = planted.DecideBeforeLog(g.Store(), p.entry)
 	}
-	if b.apply.Limit.Limit() > 0 && b.apply.Limit.refuses(entryBytes(p.entry)) {
+	if b.apply.Limit.refuses(p.putBytes) {
 		b.refuseWrites(g, ops, p, results, wire.StatusNoMemory)
 		b.serveReads(g.Store(), ops, p, results, cl)
 		return
@@ -205,17 +209,6 @@ func (b *Replicated) serveShard(g *replica.Group, args *wire.BatchArgs, reply *w
 	}
 	b.stats.Add(&b.stats.Gets, gets)
 	b.serveReads(g.Store(), ops, p, results, cl)
-}
-
-// entryBytes is what the puts of a log entry's ops would take in a store.
-func entryBytes(entry []wire.Op) int64 {
-	var n int64
-	for i := range entry {
-		if entry[i].Code == wire.OpPut || entry[i].Code == wire.OpPutIf {
-			n += recordBytes(&entry[i])
-		}
-	}
-	return n
 }
 
 // refuseWrites answers the writes of a batch that its shard cannot take
