@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/batchkv/batchkv/auth"
+	"github.com/batchkv/batchkv/kvs/memlimit"
 	"github.com/batchkv/batchkv/kvs/replica"
 	"github.com/batchkv/batchkv/kvs/replica/raftstore"
 	"github.com/batchkv/batchkv/kvs/replica/transport"
@@ -114,7 +115,7 @@ type Config struct {
 	// take DefaultLimits' (or, with MaxMemory, shares of it).
 	Limits Limits
 	// MaxMemory bounds the server's memory, in bytes: its stores may hold
-	// MemoryShares' store share of it, and a write past that is refused
+	// memlimit.Shares' store share of it, and a write past that is refused
 	// with wire.StatusNoMemory (reads and deletes go on); the rest is the
 	// heap's, which bounds the reply budgets (Limits.ReplyBudget at most a
 	// quarter of it, Limits.ConnReplyBudget an eighth of that). Only
@@ -130,17 +131,6 @@ type Config struct {
 	GoMemoryLimit bool
 	// account counts the server's stores for MaxMemory.
 	account *store.Account
-}
-
-// MinMaxMemory is the least Config.MaxMemory a server runs with.
-const MinMaxMemory = 256 << 20
-
-// MemoryShares splits a server's MaxMemory of maxMemory bytes: what its stores
-// may hold, off the Go heap, and what the Go heap may take (a quarter of
-// it, at least 128 MiB and at most half).
-func MemoryShares(maxMemory int64) (stores, heap int64) {
-	heap = min(max(maxMemory/4, 128<<20), maxMemory/2)
-	return maxMemory - heap, heap
 }
 
 // The read modes of a replicated server (Config.ReadMode).
@@ -175,10 +165,10 @@ func (c *Config) validate() error {
 	switch {
 	case c.MaxMemory < 0:
 		return fmt.Errorf("kvs: MaxMemory of %d bytes", c.MaxMemory)
-	case c.MaxMemory > 0 && c.MaxMemory < MinMaxMemory:
-		return fmt.Errorf("kvs: MaxMemory of %d bytes: at least %d MiB", c.MaxMemory, MinMaxMemory>>20)
+	case c.MaxMemory > 0 && c.MaxMemory < memlimit.Min:
+		return fmt.Errorf("kvs: MaxMemory of %d bytes: at least %d MiB", c.MaxMemory, memlimit.Min>>20)
 	case c.MaxMemory > 0:
-		_, heap := MemoryShares(c.MaxMemory)
+		_, heap := memlimit.Shares(c.MaxMemory)
 		if c.Limits.ReplyBudget == 0 {
 			c.Limits.ReplyBudget = min(DefaultLimits().ReplyBudget, heap/4)
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/batchkv/batchkv/client"
 	"github.com/batchkv/batchkv/kvs"
+	"github.com/batchkv/batchkv/kvs/memlimit"
 	"github.com/batchkv/batchkv/wire"
 )
 
@@ -39,7 +40,7 @@ func TestMaxMemoryRefusesWritesAndServesReads(t *testing.T) {
 		{"raft group", kvs.Config{InMemory: true}, client.Config{Shards: 1, RF: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.cfg.MaxMemory = kvs.MinMaxMemory
+			tc.cfg.MaxMemory = memlimit.Min
 			_, addr := startServer(t, tc.cfg)
 			tc.ccfg.Servers = []string{addr}
 			cl, err := client.New(tc.ccfg)
@@ -48,7 +49,7 @@ func TestMaxMemoryRefusesWritesAndServesReads(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 			defer cancel()
 
-			stores, _ := kvs.MemoryShares(kvs.MinMaxMemory)
+			stores, _ := memlimit.Shares(memlimit.Min)
 			value := func(i int) string { return fmt.Sprintf("%08d", i) + strings.Repeat("v", 64<<10-100) }
 			written := 0
 			var refused error
@@ -119,7 +120,7 @@ func TestMemoryMetrics(t *testing.T) {
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
-	stores, _ := kvs.MemoryShares(1 << 30)
+	stores, _ := memlimit.Shares(1 << 30)
 	for _, want := range []string{
 		"batchkv_memory_max_bytes 1.073741824e+09",
 		fmt.Sprintf("batchkv_store_limit_bytes %g", float64(stores)),
@@ -132,17 +133,11 @@ func TestMemoryMetrics(t *testing.T) {
 	require.NotContains(t, string(body), "batchkv_store_bytes 0\n", "the store's bytes are counted")
 }
 
-// TestMaxMemoryConfig: MaxMemory under the least is refused; the shares
-// add up and bound the reply budgets.
+// TestMaxMemoryConfig: MaxMemory under the least, or negative, is refused
+// (the shares are memlimit's, tested there).
 func TestMaxMemoryConfig(t *testing.T) {
-	_, err := kvs.New(kvs.Config{MaxMemory: kvs.MinMaxMemory - 1})
+	_, err := kvs.New(kvs.Config{MaxMemory: memlimit.Min - 1})
 	require.ErrorContains(t, err, "at least 256 MiB")
 	_, err = kvs.New(kvs.Config{MaxMemory: -1})
 	require.Error(t, err)
-	for _, m := range []int64{256 << 20, 1 << 30, 24 << 30} {
-		stores, heap := kvs.MemoryShares(m)
-		require.Equal(t, m, stores+heap)
-		require.GreaterOrEqual(t, heap, min(int64(128<<20), m/2))
-		require.LessOrEqual(t, heap, m/2)
-	}
 }

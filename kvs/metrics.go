@@ -1,8 +1,6 @@
 package kvs
 
 import (
-	"runtime/debug"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -24,7 +22,11 @@ func (s *Server) Metrics() *prometheus.Registry {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		stats.NewCollector(&s.stats),
 	)
-	reg.MustRegister(s.memoryGauges()...)
+	reg.MustRegister(stats.NewMemoryGauges(stats.Memory{
+		Max: func() int64 { return s.cfg.MaxMemory }, StoreLimit: s.apply.Limit.Limit, Stores: s.cfg.account.Bytes,
+		OffHeapMapped: func() int64 { m, _ := store.OffHeap(); return m },
+		ReplyBudget:   func() int64 { return s.limits.ReplyBudget }, ReplyHeld: s.replies.Held,
+	})...)
 	if rb, ok := s.svc.backend.(*backend.Replicated); ok {
 		reg.MustRegister(stats.NewDiskCollector(rb.Set().Disk))
 	}
@@ -59,23 +61,5 @@ func (s *Server) nodeStats() *wire.NodeStats {
 		StoreBytes: s.cfg.account.Bytes(),
 		StoreLimit: s.apply.Limit.Limit(),
 		MaxMemory:  s.cfg.MaxMemory,
-	}
-}
-
-// memoryGauges are the server's memory bounds and what it holds against
-// them, read when scraped.
-func (s *Server) memoryGauges() []prometheus.Collector {
-	g := func(name, help string, f func() int64) prometheus.Collector {
-		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "batchkv_" + name, Help: help}, func() float64 { return float64(f()) })
-	}
-	return []prometheus.Collector{
-		g("memory_max_bytes", "The server's -max-memory (0: no bound).", func() int64 { return s.cfg.MaxMemory }),
-		g("store_limit_bytes", "What the stores may hold before writes are refused (0: no bound).", s.apply.Limit.Limit),
-		g("store_bytes", "What the stores hold: records and slot tables.", s.cfg.account.Bytes),
-		g("offheap_mapped_bytes", "Memory the process's stores have mapped from the kernel, in use or kept for reuse.",
-			func() int64 { m, _ := store.OffHeap(); return m }),
-		g("go_memory_limit_bytes", "The Go runtime's soft memory limit (GOMEMLIMIT).", func() int64 { return debug.SetMemoryLimit(-1) }),
-		g("reply_budget_bytes", "Bytes of values that unwritten replies may hold, server-wide.", func() int64 { return s.limits.ReplyBudget }),
-		g("reply_held_bytes", "Bytes of values that unwritten replies hold now.", s.replies.Held),
 	}
 }

@@ -47,13 +47,13 @@ import (
 	"net"
 	"net/http"
 	"net/rpc"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/batchkv/batchkv/internal/handoff"
 	"github.com/batchkv/batchkv/kvs/backend"
+	"github.com/batchkv/batchkv/kvs/memlimit"
 	"github.com/batchkv/batchkv/kvs/respserver"
 	"github.com/batchkv/batchkv/kvs/stats"
 	"github.com/batchkv/batchkv/kvs/store"
@@ -103,7 +103,7 @@ func New(cfg Config) (*Server, error) {
 	s.resp = respserver.New(respserver.Config{FrameTimeout: cfg.FrameTimeout, TLS: s.serverTLS != nil, Logger: cfg.Logger})
 	s.apply = backend.NewApplier(&s.stats, s.replies)
 	if cfg.MaxMemory > 0 {
-		stores, _ := MemoryShares(cfg.MaxMemory)
+		stores, _ := memlimit.Shares(cfg.MaxMemory)
 		s.apply.Limit = backend.NewStoreLimit(stores, cfg.account)
 	}
 	be, layout, err := newBackend(&cfg, &s.stats, s.apply)
@@ -165,7 +165,10 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.wg.Add(2)
 	if s.cfg.GoMemoryLimit && s.cfg.MaxMemory > 0 {
 		s.wg.Add(1)
-		go s.limitGoMemory()
+		go func() {
+			defer s.wg.Done()
+			memlimit.FollowStores(s.stop, s.cfg.MaxMemory, s.cfg.account.Bytes)
+		}()
 	}
 	s.mu.Unlock()
 	go func() {
@@ -289,34 +292,6 @@ func (s *Server) reap() {
 		}
 	}
 }
-
-// limitGoMemory sets the Go runtime's memory limit (GOMEMLIMIT) to
-// MaxMemory less what the stores hold, now and every goMemoryEvery, so
-// that the heap and the stores together stay within MaxMemory. A limit
-// fixed at the heap's share instead would sit below what the heap
-// legitimately holds when replies fill their budgets, and the collector
-// would then run without pause.
-func (s *Server) limitGoMemory() {
-	defer s.wg.Done()
-	set := func() {
-		_, heap := MemoryShares(s.cfg.MaxMemory)
-		debug.SetMemoryLimit(max(s.cfg.MaxMemory-s.cfg.account.Bytes(), heap))
-	}
-	set()
-	tick := time.NewTicker(goMemoryEvery)
-	defer tick.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-tick.C:
-			set()
-		}
-	}
-}
-
-// goMemoryEvery is how often limitGoMemory follows the stores.
-const goMemoryEvery = 250 * time.Millisecond
 
 // stalled reports whether st's replies hold bytes and it has written none
 // for Limits.StallTimeout since they began to: a peer that stopped

@@ -31,6 +31,7 @@ import (
 	"github.com/batchkv/batchkv/internal/sysmem"
 	"github.com/batchkv/batchkv/internal/tlsflags"
 	"github.com/batchkv/batchkv/kvs"
+	"github.com/batchkv/batchkv/kvs/memlimit"
 	"github.com/batchkv/batchkv/kvs/replica"
 	"github.com/batchkv/batchkv/kvs/replica/raftstore"
 	"github.com/batchkv/batchkv/kvs/replica/transport"
@@ -330,14 +331,14 @@ func parseMaxMemory(v string) (int64, error) {
 		if err != nil {
 			return 0, fmt.Errorf("-max-memory auto: %w (give a size)", err)
 		}
-		return max(m/4*3, kvs.MinMaxMemory), nil
+		return max(m/4*3, memlimit.Min), nil
 	}
 	n, err := sysmem.ParseSize(v)
 	if err != nil {
 		return 0, fmt.Errorf("-max-memory: %w", err)
 	}
-	if n > 0 && n < kvs.MinMaxMemory {
-		return 0, fmt.Errorf("-max-memory %s: at least %d MiB, or 0 for no bound", v, kvs.MinMaxMemory>>20)
+	if n > 0 && n < memlimit.Min {
+		return 0, fmt.Errorf("-max-memory %s: at least %d MiB, or 0 for no bound", v, memlimit.Min>>20)
 	}
 	return n, nil
 }

@@ -1,0 +1,37 @@
+package memlimit
+
+import (
+	"runtime/debug"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestShares(t *testing.T) {
+	for _, m := range []int64{Min, 1 << 30, 24 << 30} {
+		stores, heap := Shares(m)
+		require.Equal(t, m, stores+heap)
+		require.GreaterOrEqual(t, heap, min(int64(128<<20), m/2))
+		require.LessOrEqual(t, heap, m/2)
+	}
+}
+
+// TestFollowStores: the Go limit is max-memory less the stores, and never
+// under the heap's share.
+func TestFollowStores(t *testing.T) {
+	old := debug.SetMemoryLimit(-1)
+	defer debug.SetMemoryLimit(old)
+	var held atomic.Int64
+	held.Store(100 << 20)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { FollowStores(stop, 1<<30, held.Load); close(done) }()
+	require.Eventually(t, func() bool { return debug.SetMemoryLimit(-1) == 1<<30-100<<20 }, 5*time.Second, time.Millisecond)
+	held.Store(1 << 30)
+	_, heap := Shares(1 << 30)
+	require.Eventually(t, func() bool { return debug.SetMemoryLimit(-1) == heap }, 5*time.Second, time.Millisecond)
+	close(stop)
+	<-done
+}
