@@ -239,15 +239,18 @@ func runFullReplica(t *testing.T, faultFor time.Duration) fullReplicaRun {
 	require.Eventually(t, c.CaughtUp, 30*time.Second, 100*time.Millisecond, "the full replica never caught up")
 	run.catchUp = time.Since(freed)
 	w.checkNoneLost(t, cl)
-	t.Logf("one follower full for %v: longest time without an acknowledged batch %v (%v after the hand-over; this process stalled for up to %v), leadership handed over after %v, caught up %v after the disk was freed; statuses %v",
-		faultFor, run.maxGap, run.gapAfter, run.maxStall, run.handOver, run.catchUp, w.statuses)
+	t.Logf("one follower full for %v: longest time without an acknowledged batch %v (%v after the hand-over; this process stalled for up to %v), leadership handed over after %v (handed back while full: %v), caught up %v after the disk was freed; statuses %v",
+		faultFor, run.maxGap, run.gapAfter, run.maxStall, run.handOver, run.fullLed, run.catchUp, w.statuses)
 	return run
 }
 
 // maxFullGap is the longest a client may go without an acknowledged
-// batch while one replica's disk is full: a leadership hand-over takes
-// tens of milliseconds, an election after a failed one 800 ms and more.
-const maxFullGap = 600 * time.Millisecond
+// batch while one replica's disk is full, once the hand-over has settled.
+// Alone, the longest such gap is 13-20 ms; under go test ./... on 2 cores
+// it reached 615 ms in CI. Leadership handed back to the full replica
+// (the planted bug below) pauses writes for 1.02-1.03 s even alone: the
+// full leader's failed appends and the hand-over away again.
+const maxFullGap = 850 * time.Millisecond
 
 // maxHandOverGap bounds the pause of the hand-over itself: the failover
 // target (a new leader serving within 1.5 s). On a machine busy with
