@@ -128,6 +128,57 @@ func TestMalformedBodyKeepsConnection(t *testing.T) {
 	require.Equal(t, "v", v)
 }
 
+// TestPipelinedSmallAndLargeBatchesOnOneConnection: small batches, which
+// the goroutine that reads them serves itself, and large ones, for which
+// it hands the reading on first, pipelined on one connection, are each
+// answered once, without error, and applied; closing the connection
+// untracks it once every reply is out.
+func TestPipelinedSmallAndLargeBatchesOnOneConnection(t *testing.T) {
+	c := newTestCluster(t, 1, clusterOptions{})
+	conn, err := net.Dial("tcp", c.addrs[0])
+	require.NoError(t, err)
+	const requests = 200
+	req := []byte(wire.Preamble)
+	keys := 0
+	for i := range requests {
+		n := 1
+		if i%3 == 0 {
+			n = 100 // over the inline limit
+		}
+		var args wire.BatchArgs
+		for range n {
+			args.Ops = append(args.Ops, wire.Op{Code: wire.OpPut, Key: "p" + strconv.Itoa(keys), Value: strconv.Itoa(i)})
+			keys++
+		}
+		req = append(req, frame(uint64(i+1), 1, wire.AppendBatchArgs(nil, &args))...)
+	}
+	_, err = conn.Write(req)
+	require.NoError(t, err)
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+	answered := map[uint64]bool{}
+	for range requests {
+		var hdr [16]byte
+		_, err := io.ReadFull(conn, hdr[:])
+		require.NoError(t, err)
+		n := binary.LittleEndian.Uint32(hdr[:4])
+		rest := make([]byte, n-12)
+		_, err = io.ReadFull(conn, rest)
+		require.NoError(t, err)
+		seq := binary.LittleEndian.Uint64(hdr[4:12])
+		require.Zero(t, binary.LittleEndian.Uint32(hdr[12:]), "request %d answered with an error", seq)
+		require.False(t, answered[seq], "request %d answered twice", seq)
+		answered[seq] = true
+	}
+	require.Len(t, answered, requests)
+	for k := range keys {
+		_, ok := store.Get(c.servers[0].Store(), "p"+strconv.Itoa(k))
+		require.True(t, ok, "key p%d was not stored", k)
+	}
+	require.NoError(t, conn.Close())
+	require.Eventually(t, func() bool { return c.servers[0].Conns() == 0 }, 5*time.Second, 10*time.Millisecond,
+		"the server still tracks the closed connection")
+}
+
 // TestStalledFramesDoNotReserveMemory: connections that announce frames
 // near the size limit and then stall cost the server only what they sent.
 func TestStalledFramesDoNotReserveMemory(t *testing.T) {

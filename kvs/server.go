@@ -79,6 +79,10 @@ type Server struct {
 	calls      sync.Map         // decoded request arguments -> *call
 	lastDigest atomic.Int64     // unix nanoseconds of the last digest granted without TLS
 	resp       *respserver.Server
+	// answersAlone: the backend answers a batch from this server's own
+	// store, without waiting on a peer (RF=1), so small requests are
+	// served by the goroutine that reads them (codec.go).
+	answersAlone bool
 
 	mu      sync.Mutex
 	ln      net.Listener            // guarded by mu
@@ -109,6 +113,10 @@ func New(cfg Config) (*Server, error) {
 	be, layout, err := newBackend(&cfg, &s.stats, s.apply)
 	if err != nil {
 		return nil, err
+	}
+	switch be.(type) {
+	case *backend.Local, *backend.Ring:
+		s.answersAlone = true
 	}
 	s.svc = &Service{backend: be, stats: &s.stats, layout: layout, self: cfg.Self, calls: s.callOf, node: s.nodeStats}
 	s.rpc = rpc.NewServer()
