@@ -15,8 +15,8 @@ import (
 	"github.com/batchkv/batchkv/wire"
 )
 
-// serverConn is a small pool of net/rpc connections to one server. Each
-// rpc.Client multiplexes many calls over its TCP connection; a few of them
+// serverConn is a small pool of connections to one server. Each
+// multiplexes many calls over its TCP connection (muxConn); a few of them
 // spread the encoding and decoding over more than one goroutine on each
 // side. A connection that breaks is dropped and redialled on next use.
 type serverConn struct {
@@ -29,20 +29,20 @@ type serverConn struct {
 	next        atomic.Uint32
 
 	mu      sync.Mutex
-	clients []*rpc.Client // guarded by mu; nil slots are dialled on demand
-	closed  bool          // guarded by mu
+	clients []rpcConn // guarded by mu; nil slots are dialled on demand
+	closed  bool      // guarded by mu
 }
 
 func newServerConn(addr string, cfg *Config, t *traffic) *serverConn {
 	return &serverConn{
 		addr: addr, codec: cfg.Codec, dialTimeout: cfg.DialTimeout, tls: cfg.TLS, traffic: t,
 		health:  newHealth(cfg.FailureThreshold, cfg.Cooldown, cfg.MaxCooldown),
-		clients: make([]*rpc.Client, cfg.ConnsPerServer),
+		clients: make([]rpcConn, cfg.ConnsPerServer),
 	}
 }
 
 // get returns connection i, dialling it if needed.
-func (s *serverConn) get(ctx context.Context, i int) (*rpc.Client, error) {
+func (s *serverConn) get(ctx context.Context, i int) (rpcConn, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -60,7 +60,7 @@ func (s *serverConn) get(ctx context.Context, i int) (*rpc.Client, error) {
 }
 
 // drop forgets connection i if it is still c, so the next call redials.
-func (s *serverConn) drop(i int, c *rpc.Client) {
+func (s *serverConn) drop(i int, c rpcConn) {
 	s.mu.Lock()
 	if s.clients[i] == c {
 		s.clients[i] = nil
@@ -91,10 +91,8 @@ func (s *serverConn) try(ctx context.Context, args *wire.BatchArgs, reply *wire.
 		}
 		return failed, fmt.Errorf("%w: %s: %w", ErrUnavailable, s.addr, err)
 	}
-	call := c.Go(wire.BatchOpMethod, args, reply, make(chan *rpc.Call, 1))
-	select {
-	case <-call.Done:
-	case <-ctx.Done():
+	callErr := c.call(ctx, args, reply)
+	if callErr != nil && ctx.Err() != nil && errors.Is(callErr, ctx.Err()) {
 		if ctx.Err() == context.DeadlineExceeded {
 			// The server is slow or gone without a word. Drop the
 			// connection, so that calls stuck on it fail now and the next
@@ -104,19 +102,19 @@ func (s *serverConn) try(ctx context.Context, args *wire.BatchArgs, reply *wire.
 		}
 		return neutral, ctx.Err()
 	}
-	if call.Error == nil {
+	if callErr == nil {
 		return succeeded, nil
 	}
-	if errors.Is(call.Error, wire.ErrFrameTooLarge) { // nothing was sent
-		return neutral, fmt.Errorf("%w: %w", ErrTooLarge, call.Error)
+	if errors.Is(callErr, wire.ErrFrameTooLarge) { // nothing was sent
+		return neutral, fmt.Errorf("%w: %w", ErrTooLarge, callErr)
 	}
 	var serverErr rpc.ServerError
-	if errors.As(call.Error, &serverErr) {
+	if errors.As(callErr, &serverErr) {
 		return succeeded, fmt.Errorf("client: server %s rejected the batch: %s", s.addr, string(serverErr))
 	}
 	// The connection is broken (ErrShutdown, EOF, reset): redial next time.
 	s.drop(i, c)
-	return failed, fmt.Errorf("%w: %s: %w", ErrUnavailable, s.addr, call.Error)
+	return failed, fmt.Errorf("%w: %s: %w", ErrUnavailable, s.addr, callErr)
 }
 
 func (s *serverConn) close() {
@@ -135,7 +133,7 @@ func (s *serverConn) close() {
 // default) or "gob", which speaks net/rpc's own HTTP CONNECT handshake and
 // gob encoding, as the course skeleton's client does; over TLS when
 // tlsCfg is set.
-func dial(ctx context.Context, addr, codec string, timeout time.Duration, tlsCfg *tls.Config, t *traffic) (*rpc.Client, error) {
+func dial(ctx context.Context, addr, codec string, timeout time.Duration, tlsCfg *tls.Config, t *traffic) (rpcConn, error) {
 	raw, err := rpcdial.Dial(ctx, addr, timeout, tlsCfg)
 	if err != nil {
 		return nil, err
@@ -148,9 +146,13 @@ func dial(ctx context.Context, addr, codec string, timeout time.Duration, tlsCfg
 			_ = conn.Close()
 			return nil, err
 		}
-		return rpc.NewClientWithCodec(cc), nil
+		return newMuxConn(conn, cc), nil
 	case "gob":
-		return rpcdial.HTTPClient(conn, addr, timeout, tlsCfg != nil)
+		rc, err := rpcdial.HTTPClient(conn, addr, timeout, tlsCfg != nil)
+		if err != nil {
+			return nil, err
+		}
+		return netrpcConn{rc}, nil
 	}
 	_ = conn.Close()
 	return nil, fmt.Errorf("client: unknown codec %q (want binary or gob)", codec)

@@ -203,6 +203,13 @@ func (c *ClientCodec) WriteRequest(req *rpc.Request, x any) error {
 	return c.w.Flush()
 }
 
+// Await waits until a reply has begun to arrive, or the read fails (a
+// read deadline: then the stream is as it was, and reading may go on).
+func (c *ClientCodec) Await() error {
+	_, err := c.r.Peek(1)
+	return err
+}
+
 // ReadResponseHeader implements rpc.ClientCodec.
 func (c *ClientCodec) ReadResponseHeader(resp *rpc.Response) error {
 	var hdr [4 + respHeaderBytes]byte

@@ -1,0 +1,282 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/rpc"
+	"sync"
+	"time"
+
+	"github.com/batchkv/batchkv/wire"
+)
+
+// rpcConn is one connection's calls: a batch sent, its reply awaited.
+type rpcConn interface {
+	// call sends args and waits for the reply in reply, or for ctx: then
+	// it returns ctx.Err(), and reply must not be reused, for the reply
+	// may still be written into it. A server's error comes back as an
+	// rpc.ServerError; any other error means the connection is broken.
+	call(ctx context.Context, args *wire.BatchArgs, reply *wire.BatchReply) error
+	Close() error
+}
+
+// netrpcConn is a net/rpc client (the gob codec's).
+type netrpcConn struct{ *rpc.Client }
+
+func (c netrpcConn) call(ctx context.Context, args *wire.BatchArgs, reply *wire.BatchReply) error {
+	call := c.Go(wire.BatchOpMethod, args, reply, make(chan *rpc.Call, 1))
+	select {
+	case <-call.Done:
+		return call.Error
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// muxConn multiplexes calls over one binary-codec connection by sequence
+// number, as net/rpc's Client does, but has no goroutine of its own
+// reading the replies: a caller that finds nobody reading reads them
+// itself until its own arrives, decoding each other reply for its caller
+// and waking it, and when it leaves with calls still waiting it wakes
+// one of them to read on. A lone caller so reads its own reply, and one
+// goroutine wakes per call where net/rpc wakes two (its reader, then the
+// caller): on a 2-core VM each hand-off between threads costs tens of
+// microseconds.
+//
+// A reader whose ctx ends while it waits for a reply's first byte stops
+// at once and leaves the connection as it was; once a reply has begun,
+// it reads it to the end.
+type muxConn struct {
+	raw   net.Conn
+	codec *wire.ClientCodec
+
+	writing sync.Mutex // one request written at a time
+
+	mu       sync.Mutex
+	seq      uint64                  // guarded by mu
+	pending  map[uint64]*pendingCall // guarded by mu: sent and not yet answered
+	reading  bool                    // guarded by mu: a caller is reading replies
+	awaiting bool                    // guarded by mu: the reader waits for a reply's first byte
+	broken   error                   // guarded by mu: set once the connection fails
+}
+
+// pendingCall is a call waiting for its reply.
+type pendingCall struct {
+	reply *wire.BatchReply
+	wake  chan struct{} // answered, or the reading is free: look again
+	done  bool          // guarded by muxConn.mu
+	err   error         // guarded by muxConn.mu
+}
+
+// errConnBroken is what the calls on a failed connection get when no
+// error of the connection's own says more.
+var errConnBroken = errors.New("client: connection closed")
+
+func newMuxConn(raw net.Conn, codec *wire.ClientCodec) *muxConn {
+	return &muxConn{raw: raw, codec: codec, pending: map[uint64]*pendingCall{}}
+}
+
+func (c *muxConn) call(ctx context.Context, args *wire.BatchArgs, reply *wire.BatchReply) error {
+	pc := &pendingCall{reply: reply, wake: make(chan struct{}, 1)}
+	c.mu.Lock()
+	if c.broken != nil {
+		c.mu.Unlock()
+		return c.broken
+	}
+	c.seq++
+	seq := c.seq
+	c.pending[seq] = pc
+	c.mu.Unlock()
+
+	c.writing.Lock()
+	err := c.codec.WriteRequest(&rpc.Request{ServiceMethod: wire.BatchOpMethod, Seq: seq}, args)
+	c.writing.Unlock()
+	if err != nil {
+		if errors.Is(err, wire.ErrFrameTooLarge) { // nothing was sent
+			c.forget(seq)
+			return err
+		}
+		c.fail(err)
+	}
+	for {
+		c.mu.Lock()
+		if pc.done {
+			c.mu.Unlock()
+			return pc.err
+		}
+		if !c.reading {
+			c.reading = true
+			c.mu.Unlock()
+			if err := c.readUntil(ctx, pc); err != nil {
+				c.forget(seq)
+				return err
+			}
+			continue
+		}
+		c.mu.Unlock()
+		select {
+		case <-pc.wake:
+		case <-ctx.Done():
+			c.mu.Lock()
+			done := pc.done
+			c.mu.Unlock()
+			if done {
+				continue
+			}
+			c.forget(seq)
+			return ctx.Err()
+		}
+	}
+}
+
+// forget gives up the call seq, if still pending: its reply, if one
+// comes, is read and dropped. If nobody reads, a waiting call is woken to.
+func (c *muxConn) forget(seq uint64) {
+	c.mu.Lock()
+	delete(c.pending, seq)
+	if !c.reading {
+		c.wakeOneLocked()
+	}
+	c.mu.Unlock()
+}
+
+// wakeOneLocked wakes one waiting call, if any, to take up the reading.
+func (c *muxConn) wakeOneLocked() {
+	for _, p := range c.pending {
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
+		return
+	}
+}
+
+// readUntil reads replies until pc's has been read, or ctx ends while it
+// waits for one to begin (then it returns ctx.Err()), or the connection
+// fails. It holds the reading, and gives it up before it returns.
+func (c *muxConn) readUntil(ctx context.Context, pc *pendingCall) error {
+	stop := context.AfterFunc(ctx, func() {
+		c.mu.Lock()
+		if c.awaiting {
+			_ = c.raw.SetReadDeadline(time.Unix(1, 0)) // wakes the wait now
+		}
+		c.mu.Unlock()
+	})
+	defer stop()
+	for {
+		c.mu.Lock()
+		if ctx.Err() != nil { // between replies: the stream is in step
+			c.mu.Unlock()
+			c.leaveReading()
+			return ctx.Err()
+		}
+		c.awaiting = true
+		c.mu.Unlock()
+		err := c.codec.Await()
+		c.mu.Lock()
+		c.awaiting = false
+		c.mu.Unlock()
+		if ctx.Err() != nil {
+			// The deadline may have been set: clear it; a reply that has
+			// begun is read to its end below.
+			_ = c.raw.SetReadDeadline(time.Time{})
+			var ne net.Error
+			if err != nil && errors.As(err, &ne) && ne.Timeout() {
+				c.leaveReading()
+				return ctx.Err()
+			}
+		}
+		if err != nil {
+			c.fail(err)
+			return nil
+		}
+		mine, err := c.readOne(pc)
+		if err != nil {
+			c.fail(err)
+			return nil
+		}
+		if mine {
+			c.leaveReading()
+			return nil
+		}
+	}
+}
+
+// readOne reads one reply and hands it to its call; mine says it was
+// pc's.
+func (c *muxConn) readOne(pc *pendingCall) (mine bool, err error) {
+	var resp rpc.Response
+	if err := c.codec.ReadResponseHeader(&resp); err != nil {
+		return false, err
+	}
+	c.mu.Lock()
+	p := c.pending[resp.Seq]
+	delete(c.pending, resp.Seq)
+	c.mu.Unlock()
+	var callErr error
+	switch {
+	case p == nil || resp.Error != "":
+		// A call given up, or an error reply: the body is dropped.
+		if err := c.codec.ReadResponseBody(nil); err != nil {
+			return false, err
+		}
+		if resp.Error != "" {
+			callErr = rpc.ServerError(resp.Error)
+		}
+	default:
+		if err := c.codec.ReadResponseBody(p.reply); err != nil {
+			if !errors.Is(err, wire.ErrMalformed) {
+				return false, err
+			}
+			callErr = err // the frame was read whole; the stream is in step
+		}
+	}
+	if p == nil {
+		return false, nil
+	}
+	c.mu.Lock()
+	p.done, p.err = true, callErr
+	c.mu.Unlock()
+	if p != pc {
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
+	}
+	return p == pc, nil
+}
+
+// leaveReading gives up the reading, and wakes a waiting call to take it.
+func (c *muxConn) leaveReading() {
+	c.mu.Lock()
+	c.reading = false
+	c.wakeOneLocked()
+	c.mu.Unlock()
+}
+
+// fail marks the connection broken by err, ends every pending call with
+// it, and closes the connection.
+func (c *muxConn) fail(err error) {
+	c.mu.Lock()
+	if c.broken == nil {
+		c.broken = err
+	}
+	c.reading = false
+	for seq, p := range c.pending {
+		p.done, p.err = true, c.broken
+		delete(c.pending, seq)
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
+	}
+	c.mu.Unlock()
+	_ = c.raw.Close()
+}
+
+// Close closes the connection; calls waiting on it fail.
+func (c *muxConn) Close() error {
+	c.fail(errConnBroken)
+	return nil
+}

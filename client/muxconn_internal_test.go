@@ -1,0 +1,196 @@
+package client
+
+import (
+	"context"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/rpc"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batchkv/batchkv/wire"
+)
+
+// echoServer serves the binary protocol on a real TCP listener: each
+// request is answered, after hold(key of its first op) returns, with one
+// result per op whose value is the op's key. Replies go out in the order
+// the holds end, so callers' replies cross.
+func echoServer(t *testing.T, hold func(key string)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { _ = conn.Close() })
+			go serveEcho(conn, hold)
+		}
+	}()
+	return ln.Addr().String()
+}
+
+func serveEcho(conn net.Conn, hold func(string)) {
+	pre := make([]byte, len(wire.Preamble))
+	if _, err := io.ReadFull(conn, pre); err != nil {
+		return
+	}
+	codec := wire.NewServerCodec(conn, nil, 0)
+	var writing sync.Mutex
+	for {
+		var req rpc.Request
+		if err := codec.ReadRequestHeader(&req); err != nil {
+			return
+		}
+		var args wire.BatchArgs
+		if err := codec.ReadRequestBody(&args); err != nil {
+			return
+		}
+		go func() {
+			hold(args.Ops[0].Key)
+			reply := wire.BatchReply{Results: make([]wire.Result, len(args.Ops))}
+			for i, op := range args.Ops {
+				reply.Results[i] = wire.Result{Status: wire.StatusOK, Value: op.Key}
+			}
+			writing.Lock()
+			defer writing.Unlock()
+			_ = codec.WriteResponse(&rpc.Response{ServiceMethod: req.ServiceMethod, Seq: req.Seq}, &reply)
+		}()
+	}
+}
+
+func dialMux(t *testing.T, addr string) *muxConn {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	codec, err := wire.NewClientCodec(conn)
+	require.NoError(t, err)
+	mc := newMuxConn(conn, codec)
+	t.Cleanup(func() { _ = mc.Close() })
+	return mc
+}
+
+func getOne(ctx context.Context, mc *muxConn, key string) (string, error) {
+	var reply wire.BatchReply
+	err := mc.call(ctx, &wire.BatchArgs{Ops: []wire.Op{{Code: wire.OpGet, Key: key}}}, &reply)
+	if err != nil {
+		return "", err
+	}
+	return reply.Results[0].Value, nil
+}
+
+// TestMuxConnCallersGetTheirOwnReplies: 16 callers on one connection,
+// whose replies the server sends in a shuffled order, each get the reply
+// to their own request, whoever of them reads it.
+func TestMuxConnCallersGetTheirOwnReplies(t *testing.T) {
+	addr := echoServer(t, func(string) { time.Sleep(time.Duration(rand.IntN(300)) * time.Microsecond) })
+	mc := dialMux(t, addr)
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for g := range 16 {
+		wg.Go(func() {
+			for i := range 200 {
+				key := strconv.Itoa(g) + "/" + strconv.Itoa(i)
+				v, err := getOne(t.Context(), mc, key)
+				if err == nil && v != key {
+					err = &mismatch{key, v}
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+}
+
+type mismatch struct{ want, got string }
+
+func (m *mismatch) Error() string { return "asked for " + m.want + ", got the reply of " + m.got }
+
+// TestMuxConnCanceledReaderLeavesTheStreamInStep: a lone caller reading
+// for its own reply gives up when its context ends, at once, and the
+// connection stays usable: the late reply is read and dropped by the next
+// caller, which gets its own. A caller waiting behind a reader that gives
+// up takes the reading over.
+func TestMuxConnCanceledReaderLeavesTheStreamInStep(t *testing.T) {
+	release, late := make(chan struct{}), make(chan struct{})
+	addr := echoServer(t, func(key string) {
+		switch key {
+		case "held":
+			<-release
+		case "late":
+			<-late
+		}
+	})
+	mc := dialMux(t, addr)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	start := time.Now()
+	_, err := getOne(ctx, mc, "held")
+	require.ErrorIs(t, err, context.Canceled)
+	require.Less(t, time.Since(start), time.Second)
+
+	// A reader and a waiter; the reader gives up, the waiter reads on.
+	readerCtx, cancelReader := context.WithCancel(t.Context())
+	readerErr := make(chan error, 1)
+	go func() { _, err := getOne(readerCtx, mc, "held"); readerErr <- err }()
+	time.Sleep(50 * time.Millisecond)
+	waiter := make(chan string, 1)
+	go func() { v, _ := getOne(t.Context(), mc, "late"); waiter <- v }()
+	time.Sleep(50 * time.Millisecond)
+	cancelReader()
+	require.ErrorIs(t, <-readerErr, context.Canceled)
+	close(late) // answered only now: the waiter must read it itself
+	select {
+	case v := <-waiter:
+		require.Equal(t, "late", v)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiting caller never got its reply once the reader gave up")
+	}
+	close(release) // the held replies come now, and are dropped
+	for i := range 20 {
+		v, err := getOne(t.Context(), mc, "k"+strconv.Itoa(i))
+		require.NoError(t, err)
+		require.Equal(t, "k"+strconv.Itoa(i), v)
+	}
+}
+
+// TestMuxConnBrokenConnectionFailsEveryCall: calls waiting on a
+// connection that closes all fail, and later calls fail at once.
+func TestMuxConnBrokenConnectionFailsEveryCall(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	addr := echoServer(t, func(string) { <-release })
+	mc := dialMux(t, addr)
+	errs := make(chan error, 4)
+	for i := range 4 {
+		go func() { _, err := getOne(t.Context(), mc, strconv.Itoa(i)); errs <- err }()
+	}
+	time.Sleep(50 * time.Millisecond)
+	require.NoError(t, mc.Close())
+	for range 4 {
+		select {
+		case err := <-errs:
+			require.Error(t, err)
+		case <-time.After(5 * time.Second):
+			t.Fatal("a call on a closed connection never returned")
+		}
+	}
+	_, err := getOne(t.Context(), mc, "later")
+	require.Error(t, err)
+}
