@@ -106,7 +106,7 @@ func parse(args []string) (*options, error) {
 	fs.IntVar(&o.conns, "conns", client.DefaultConnsPerServer, "TCP connections per server")
 	fs.IntVar(&o.vnodes, "vnodes", 0, fmt.Sprintf("virtual nodes per server; must match the servers' (0: %d)", ring.DefaultVirtualNodes))
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the measured load to this file")
-	fs.IntVar(&o.syncOps, "sync-ops", 0, "instead of the load: this many synchronous single puts, then as many gets, from one goroutine, as batches of one op (Do) and then through Put and Get; print their latency percentiles")
+	fs.IntVar(&o.syncOps, "sync-ops", 0, "instead of the load: load this many keys, then time as many synchronous single puts over them, then as many gets, from one goroutine, as batches of one op (Do) and then through Put and Get; print their latency percentiles")
 	fs.BoolVar(&o.check, "check", false, "check the run: -check-clients more goroutines work on -check-keys hot keys, every op recorded, and porcupine checks their history when the run ends")
 	fs.IntVar(&o.checkClients, "check-clients", 4, "with -check: goroutines on the hot keys, besides the -numClients of the load")
 	fs.IntVar(&o.checkKeys, "check-keys", 8, "with -check: hot keys")
