@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/batchkv/batchkv/internal/rpcserve"
 	"github.com/batchkv/batchkv/kvs/backend"
 	"github.com/batchkv/batchkv/wire"
 )
@@ -38,60 +39,29 @@ type serverCodec struct {
 	st    *connState
 	slots chan struct{} // one per request in flight
 
-	// The reader's own state: one goroutine at a time reads (see read),
-	// and the next one starts only after the last read.
-	cur     *call  // of the request whose header was just read
-	next    uint64 // the codec's own sequence numbers
-	handOff *bool  // the reader's: set when it started the next reader
-	ended   bool   // a header could not be read: the stream is over
-
-	serving sync.WaitGroup // goroutines serving a request after handing the reading on
-	writing sync.Mutex     // one reply written at a time
-	mu      sync.Mutex
-	calls   map[uint64]*call // guarded by mu: by the codec's sequence number, until answered
+	cur   *call  // of the request whose header was just read; reader only
+	next  uint64 // the codec's own sequence numbers; reader only
+	mu    sync.Mutex
+	calls map[uint64]*call // guarded by mu: by the codec's sequence number, until answered
 }
 
 // inlineOps is the largest batch the goroutine that read it serves
 // itself, on a server whose backend answers without waiting on a peer.
 const inlineOps = 32
 
-// serveCodec serves rpc requests on a connection until it ends.
+// serveCodec serves rpc requests on a connection; it returns once the
+// connection has ended and every request on it is answered. A small
+// batch on an RF=1 server is served by the goroutine that read it.
 func (s *Server) serveCodec(st *connState, inner rpc.ServerCodec) {
 	st.perReply.Store(true)
 	c := &serverCodec{ServerCodec: inner, s: s, st: st, slots: make(chan struct{}, s.limits.MaxInFlight),
 		calls: map[uint64]*call{}}
-	c.read()
+	rpcserve.Serve(s.rpc, c, c.quick)
+	s.drop(st)
 }
 
-// read reads requests and serves them. A request that is quick to serve
-// (quick) it serves in this goroutine and then reads on: a lone small
-// batch costs no goroutine and no hand-off between threads, which on a
-// 2-core VM cost tens of microseconds each. Before serving any other
-// request it hands the reading on to a new goroutine, so that a slow
-// request (a Raft commit, a digest) holds up none behind it, as net/rpc's
-// ServeCodec, which serves every request in a goroutine of its own, does.
-// The last reader closes the connection once every request is answered.
-func (c *serverCodec) read() {
-	for {
-		var handedOff bool
-		c.handOff = &handedOff
-		_ = c.s.rpc.ServeRequest(c) // a bad request's error was answered, or the stream ended
-		if handedOff {
-			c.serving.Done()
-			return
-		}
-		if c.ended {
-			break
-		}
-	}
-	c.serving.Wait()
-	_ = c.ServerCodec.Close()
-	c.s.drop(c.st)
-}
-
-// quick says whether the request whose arguments are x is served in the
-// goroutine that read it: a small batch or a legacy Get or Put, on a
-// server that answers them from its own store.
+// quick says whether a request (its arguments x) is served where it was
+// read: a small batch or a legacy Get or Put, answered from this store.
 func (c *serverCodec) quick(x any) bool {
 	if !c.s.answersAlone {
 		return false
@@ -105,23 +75,12 @@ func (c *serverCodec) quick(x any) bool {
 	return false
 }
 
-// handOn starts the next reader, unless x is quick to serve.
-func (c *serverCodec) handOn(x any) {
-	if c.quick(x) {
-		return
-	}
-	*c.handOff = true
-	c.serving.Add(1)
-	go c.read()
-}
-
 // ReadRequestHeader implements rpc.ServerCodec: it waits for a free slot,
 // so a connection with MaxInFlight requests in flight is not read further.
 func (c *serverCodec) ReadRequestHeader(r *rpc.Request) error {
 	c.slots <- struct{}{}
 	if err := c.ServerCodec.ReadRequestHeader(r); err != nil {
 		<-c.slots
-		c.ended = true
 		if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, io.ErrUnexpectedEOF) {
 			c.bad(err)
 		}
@@ -139,17 +98,8 @@ func (c *serverCodec) ReadRequestHeader(r *rpc.Request) error {
 	return nil
 }
 
-// ReadRequestBody implements rpc.ServerCodec. Once the body is read,
-// the next reader starts unless this request is served inline (read).
+// ReadRequestBody implements rpc.ServerCodec.
 func (c *serverCodec) ReadRequestBody(x any) error {
-	err := c.readBody(x)
-	if x != nil {
-		c.handOn(x)
-	}
-	return err
-}
-
-func (c *serverCodec) readBody(x any) error {
 	if err := c.ServerCodec.ReadRequestBody(x); err != nil {
 		if !errors.Is(err, wire.ErrMalformed) && !errors.Is(err, wire.ErrTooManyOps) {
 			c.bad(err) // the connection is out of step; the codec closed it
@@ -184,10 +134,8 @@ func (c *serverCodec) WriteResponse(r *rpc.Response, x any) error {
 		r.Seq = cl.clientSeq
 	}
 	// One deadline for the whole reply, however many writes it takes.
-	c.writing.Lock()
 	_ = c.st.raw.SetWriteDeadline(time.Now().Add(c.s.limits.WriteTimeout))
 	err := c.ServerCodec.WriteResponse(r, x)
-	c.writing.Unlock()
 	if err != nil {
 		// A reply not written within Limits.WriteTimeout, or a broken
 		// connection: the stream is out of step, and a peer that does not

@@ -74,15 +74,12 @@ type Server struct {
 	log       *slog.Logger
 	started   time.Time
 
-	replies    *backend.Budget  // value bytes of unwritten replies, server-wide
-	apply      *backend.Applier // the backend's, which charges replies to it
-	calls      sync.Map         // decoded request arguments -> *call
-	lastDigest atomic.Int64     // unix nanoseconds of the last digest granted without TLS
-	resp       *respserver.Server
-	// answersAlone: the backend answers a batch from this server's own
-	// store, without waiting on a peer (RF=1), so small requests are
-	// served by the goroutine that reads them (codec.go).
-	answersAlone bool
+	replies      *backend.Budget  // value bytes of unwritten replies, server-wide
+	apply        *backend.Applier // the backend's, which charges replies to it
+	calls        sync.Map         // decoded request arguments -> *call
+	lastDigest   atomic.Int64     // unix nanoseconds of the last digest granted without TLS
+	resp         *respserver.Server
+	answersAlone bool // RF=1: a batch waits on no peer (codec.go's quick)
 
 	mu      sync.Mutex
 	ln      net.Listener            // guarded by mu
