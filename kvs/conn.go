@@ -3,9 +3,7 @@ package kvs
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"io"
 	"net"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +12,7 @@ import (
 	"github.com/batchkv/batchkv/internal/netcount"
 	"github.com/batchkv/batchkv/kvs/backend"
 	"github.com/batchkv/batchkv/kvs/replica/transport"
+	"github.com/batchkv/batchkv/kvs/sniff"
 	"github.com/batchkv/batchkv/wire"
 )
 
@@ -127,7 +126,7 @@ func (s *Server) handle(st *connState) {
 		st.role = auth.RoleOf(st.cert)
 		conn = tc
 	}
-	head, err := sniff(conn)
+	head, err := sniff.Head(conn)
 	_ = st.raw.SetDeadline(time.Time{})
 	n := len(head)
 	switch {
@@ -137,61 +136,16 @@ func (s *Server) handle(st *connState) {
 		s.handleRaft(st, conn)
 	case err == nil && string(head) == wire.Preamble:
 		s.serveCodec(st, wire.NewServerCodec(conn, nil, s.cfg.FrameTimeout))
-	case isRESP(head):
+	case sniff.IsRESP(head):
 		s.serveRESP(st, conn, head)
 	default:
 		// HTTP (the skeleton's net/rpc transport) or garbage, which the
 		// HTTP server answers with 400 and closes.
-		pc := &prefixConn{Conn: conn, prefix: head[:n], st: st, done: func() { s.drop(st) }}
+		pc := &httpConn{PrefixConn: sniff.PrefixConn{Conn: conn, Prefix: head[:n], OnClose: func() { s.drop(st) }}, st: st}
 		if !s.httpLn.Offer(pc) {
 			_ = pc.Close()
 		}
 	}
-}
-
-// sniffLen is how many bytes name a protocol: the preambles' length.
-const sniffLen = len(wire.Preamble)
-
-// sniff reads the bytes that name a connection's protocol: sniffLen
-// bytes, or fewer when they are RESP: an array's '*', or an inline
-// command's line (redis-cli's "PING\r\n" is shorter than a preamble).
-// It reads one byte at a time, so that nothing past them is consumed.
-func sniff(conn net.Conn) ([]byte, error) {
-	head := make([]byte, 0, sniffLen)
-	for len(head) < sniffLen {
-		n, err := io.ReadFull(conn, head[len(head):len(head)+1])
-		head = head[:len(head)+n]
-		if err != nil {
-			return head, err
-		}
-		if head[0] == '*' || head[len(head)-1] == '\n' {
-			return head, nil
-		}
-	}
-	return head, nil
-}
-
-// httpMethods open the HTTP requests the port serves (net/rpc's CONNECT,
-// and GET for anything else); an inline RESP command is told from them by
-// the '/' or '*' of a request target after the method.
-var httpMethods = []string{"CONNECT ", "GET ", "HEAD ", "POST ", "PUT ", "DELETE ", "OPTIONS ", "PATCH ", "TRACE "}
-
-// isRESP says whether head, which is no preamble, opens a RESP
-// connection: an array, a line shorter than a preamble, or a command
-// name that is not an HTTP request.
-func isRESP(head []byte) bool {
-	switch {
-	case head[0] == '*' || head[len(head)-1] == '\n':
-		return true
-	case !('a' <= head[0] && head[0] <= 'z' || 'A' <= head[0] && head[0] <= 'Z'):
-		return false
-	}
-	for _, m := range httpMethods {
-		if rest, ok := strings.CutPrefix(string(head), m); ok && (rest == "" || rest[0] == '/' || rest[0] == '*') {
-			return false
-		}
-	}
-	return true
 }
 
 // handleRaft hands a Raft connection to its shard, or closes it with one
@@ -209,7 +163,9 @@ func (s *Server) handleRaft(st *connState, conn net.Conn) {
 		err = auth.CheckRaftPeer(st.cert, rb.Set().Replicas(sh))
 	}
 	if err == nil {
-		err = rb.Set().Accept(&prefixConn{Conn: conn, st: st, raft: true, done: func() { s.drop(st) }}, sh)
+		// A byte read means the connection carried an RPC.
+		carried := func() { st.carried.Store(true) }
+		err = rb.Set().Accept(&sniff.PrefixConn{Conn: conn, OnRead: carried, OnClose: func() { s.drop(st) }}, sh)
 	}
 	if err != nil {
 		s.refuse(st, "refusing raft connection", err)
@@ -230,31 +186,9 @@ func (s *Server) refuse(st *connState, why string, err error) {
 	s.drop(st)
 }
 
-// prefixConn is a connection whose first bytes were already read: Read
-// returns them first. Close untracks the connection once.
-type prefixConn struct {
-	net.Conn
-	prefix []byte
-	st     *connState
-	raft   bool // handed to a Raft transport: a byte read means an RPC carried
-	done   func()
-}
-
-func (c *prefixConn) Read(p []byte) (int, error) {
-	if len(c.prefix) > 0 {
-		n := copy(p, c.prefix)
-		c.prefix = c.prefix[n:]
-		return n, nil
-	}
-	n, err := c.Conn.Read(p)
-	if n > 0 && c.raft && !c.st.carried.Load() {
-		c.st.carried.Store(true)
-	}
-	return n, err
-}
-
-func (c *prefixConn) Close() error {
-	err := c.Conn.Close()
-	c.done()
-	return err
+// httpConn is a connection offered to the HTTP server, which gob.go finds
+// again once net/rpc's CONNECT hijacks it.
+type httpConn struct {
+	sniff.PrefixConn
+	st *connState
 }

@@ -31,7 +31,7 @@ func (s *Server) serveRPCOverHTTP(w http.ResponseWriter, req *http.Request) {
 		s.log.Warn("net/rpc over HTTP: hijack", "remote", req.RemoteAddr, "err", err)
 		return
 	}
-	pc, ok := conn.(*prefixConn)
+	pc, ok := conn.(*httpConn)
 	if !ok { // every connection the HTTP server serves is one of ours
 		_ = conn.Close()
 		return
