@@ -131,6 +131,9 @@ type Config struct {
 	GoMemoryLimit bool
 	// account counts the server's stores for MaxMemory.
 	account *store.Account
+	// logCache bounds the replicas' Raft log caches together (a share of
+	// MaxMemory).
+	logCache *raftstore.CacheBudget
 }
 
 // The read modes of a replicated server (Config.ReadMode).
@@ -153,6 +156,7 @@ func (c *Config) validate() error {
 		c.FrameTimeout = DefaultFrameTimeout
 	}
 	c.account = new(store.Account)
+	c.logCache = raftstore.NewCacheBudget(memlimit.LogCacheShare(c.MaxMemory))
 	if c.Store == nil {
 		c.Store = store.NewArenaIn(c.account)
 	}

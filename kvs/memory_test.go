@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batchkv/batchkv/client"
+	"github.com/batchkv/batchkv/internal/clustertest"
 	"github.com/batchkv/batchkv/kvs"
 	"github.com/batchkv/batchkv/kvs/memlimit"
 	"github.com/batchkv/batchkv/wire"
@@ -140,4 +141,47 @@ func TestMaxMemoryConfig(t *testing.T) {
 	require.ErrorContains(t, err, "at least 256 MiB")
 	_, err = kvs.New(kvs.Config{MaxMemory: -1})
 	require.Error(t, err)
+}
+
+// gauge returns srv's unlabelled gauge name.
+func gauge(t *testing.T, srv *kvs.Server, name string) float64 {
+	t.Helper()
+	fams, err := srv.Metrics().Gather()
+	require.NoError(t, err)
+	for _, f := range fams {
+		if f.GetName() == name && len(f.GetMetric()) == 1 {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no gauge %s", name)
+	return 0
+}
+
+// TestRaftLogCacheWithinItsShare: at RF=3 with the least MaxMemory, the
+// replicas' Raft log caches hold at most their share of it (a quarter of
+// the heap's) on every server, while 1,024 entries of the batches written
+// would hold several times that.
+func TestRaftLogCacheWithinItsShare(t *testing.T) {
+	c := newReplCluster(t, 3, 3, 2, clustertest.WithConfig(func(_ int, cfg *kvs.Config) { cfg.MaxMemory = memlimit.Min }))
+	cl := c.Client(t)
+	const batches, ops, size = 300, 64, 4096
+	value := strings.Repeat("v", size)
+	for b := range batches {
+		batch := make([]wire.Op, ops)
+		for i := range batch {
+			batch[i] = wire.Op{Code: wire.OpPut, Key: fmt.Sprintf("k%d-%d", b, i), Value: value}
+		}
+		res, err := cl.Do(t.Context(), batch)
+		require.NoError(t, err)
+		require.Equal(t, wire.StatusOK, res[0].Status)
+	}
+	limit := float64(memlimit.LogCacheShare(memlimit.Min))
+	require.Greater(t, float64(batches*ops*size), 2*limit, "the test writes too little to pass the share")
+	for i := range 3 {
+		srv := c.Server(i)
+		require.Equal(t, limit, gauge(t, srv, "batchkv_raft_log_cache_limit_bytes"))
+		held := gauge(t, srv, "batchkv_raft_log_cache_bytes")
+		require.Positive(t, held, "server %d caches no entry", i)
+		require.LessOrEqual(t, held, limit, "server %d", i)
+	}
 }

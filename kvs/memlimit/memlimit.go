@@ -19,6 +19,17 @@ func Shares(maxMemory int64) (stores, heap int64) {
 	return maxMemory - heap, heap
 }
 
+// LogCacheShare is what the Raft log caches of a server with maxMemory
+// bytes may hold together: a quarter of the heap's share. 0 (no
+// -max-memory) is no bound.
+func LogCacheShare(maxMemory int64) int64 {
+	if maxMemory <= 0 {
+		return 0
+	}
+	_, heap := Shares(maxMemory)
+	return heap / 4
+}
+
 // FollowStores sets the Go runtime's memory limit (GOMEMLIMIT) to
 // maxMemory less what the stores hold (stores()), never under the heap's
 // share, now and every Every until stop is closed, so that the heap and

@@ -84,6 +84,9 @@ type Config struct {
 	// Logger receives Raft's warnings and the failover decisions. Nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// LogCache bounds the bytes the groups' log caches hold together (a
+	// share of the server's -max-memory). Nil: only their entry counts.
+	LogCache *raftstore.CacheBudget
 }
 
 // validate fills cfg's defaults and rejects what cannot work (the

@@ -36,6 +36,7 @@ type Group struct {
 	transport *leadership.Guard
 	heartbeat time.Duration // the heartbeat timeout
 	logs      raftstore.Store
+	cache     *raftstore.LogCache // in front of logs, for Raft
 	log       *slog.Logger
 	// disk watches the space of this server's data dir and its peers'
 	// (nil: replicas in memory).
@@ -83,6 +84,8 @@ type groupConfig struct {
 	log     *slog.Logger
 	// disk watches the server's data dir (nil with dir "").
 	disk *diskspace.Watch
+	// logCache is the budget of the server's log caches; nil: none.
+	logCache *raftstore.CacheBudget
 }
 
 func openGroup(gc groupConfig) (g *Group, err error) {
@@ -112,15 +115,17 @@ func openGroup(gc groupConfig) (g *Group, err error) {
 		return nil, err
 	}
 	g.logs = logs
+	if gc.logCache == nil {
+		gc.logCache = raftstore.NewCacheBudget(0)
+	}
+	cached := raftstore.NewLogCache(g.logs, logCacheEntries, gc.logCache)
+	g.cache = cached
 	defer func() {
 		if err != nil {
+			cached.Drop()
 			_ = g.closeLogs()
 		}
 	}()
-	cached, err := raft.NewLogCache(logCacheEntries, g.logs)
-	if err != nil {
-		return nil, err
-	}
 	g.stream = transport.NewStream(gc.shard, gc.self, gc.dial)
 	g.transport = leadership.NewGuard(transport.NewNetwork(g.stream, hlog))
 	g.node, err = leadership.New(leadership.Config{Shard: gc.shard, Self: gc.self, Guard: g.transport, Votes: g.logs,
@@ -378,6 +383,7 @@ func (g *Group) close() error {
 	_ = g.transport.Close()
 	g.wg.Wait()
 	g.node.Wait()
+	g.cache.Drop()
 	if cerr := g.closeLogs(); err == nil {
 		err = cerr
 	}

@@ -1,0 +1,142 @@
+package raftstore
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+)
+
+// CacheBudget bounds the bytes that the log caches of one server's
+// groups hold together: a part of the server's -max-memory.
+type CacheBudget struct {
+	limit int64
+	held  atomic.Int64
+}
+
+// NewCacheBudget returns a budget of limit bytes; 0 or less means no
+// limit but the caches' own entry counts.
+func NewCacheBudget(limit int64) *CacheBudget { return &CacheBudget{limit: limit} }
+
+// Held returns the bytes the caches hold.
+func (b *CacheBudget) Held() int64 { return b.held.Load() }
+
+// Limit returns the budget's limit (0: none).
+func (b *CacheBudget) Limit() int64 { return max(b.limit, 0) }
+
+func (b *CacheBudget) over() bool { return b.limit > 0 && b.held.Load() > b.limit }
+
+// entryOverhead approximates what a cached entry costs beyond its data:
+// the raft.Log struct and the ring's pointer.
+const entryOverhead = 96
+
+// entryBytes is what a cached entry counts against the budget.
+func entryBytes(l *raft.Log) int64 {
+	return int64(len(l.Data)+len(l.Extensions)) + entryOverhead
+}
+
+// LogCache keeps a group's newest log entries in memory, so that
+// replicating them to followers reads no log store: at most a fixed
+// number of entries, and fewer while the server's caches together hold
+// more than their budget (the group storing entries then evicts its own
+// oldest). hashicorp/raft's LogCache bounds only the count, and an entry
+// holds a whole batch's writes for its shard: up to about 1 MiB each.
+type LogCache struct {
+	store  raft.LogStore
+	budget *CacheBudget
+
+	mu    sync.RWMutex
+	ring  []*raft.Log // guarded by mu: entry i at i % len(ring)
+	first uint64      // guarded by mu: the cached entries are [first, next)
+	next  uint64      // guarded by mu
+}
+
+// NewLogCache returns a cache of at most entries entries in front of
+// store, its bytes counted against budget.
+func NewLogCache(store raft.LogStore, entries int, budget *CacheBudget) *LogCache {
+	return &LogCache{store: store, budget: budget, ring: make([]*raft.Log, max(entries, 1))}
+}
+
+// IsMonotonic passes on the store's answer (raft.MonotonicLogStore).
+func (c *LogCache) IsMonotonic() bool {
+	m, ok := c.store.(raft.MonotonicLogStore)
+	return ok && m.IsMonotonic()
+}
+
+// FirstIndex implements raft.LogStore.
+func (c *LogCache) FirstIndex() (uint64, error) { return c.store.FirstIndex() }
+
+// LastIndex implements raft.LogStore.
+func (c *LogCache) LastIndex() (uint64, error) { return c.store.LastIndex() }
+
+// GetLog implements raft.LogStore: from the cache when it holds idx.
+func (c *LogCache) GetLog(idx uint64, log *raft.Log) error {
+	c.mu.RLock()
+	if idx >= c.first && idx < c.next {
+		*log = *c.ring[idx%uint64(len(c.ring))]
+		c.mu.RUnlock()
+		return nil
+	}
+	c.mu.RUnlock()
+	return c.store.GetLog(idx, log)
+}
+
+// StoreLog implements raft.LogStore.
+func (c *LogCache) StoreLog(log *raft.Log) error { return c.StoreLogs([]*raft.Log{log}) }
+
+// StoreLogs implements raft.LogStore: the entries are cached once
+// stored.
+func (c *LogCache) StoreLogs(logs []*raft.Log) error {
+	if err := c.store.StoreLogs(logs); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, l := range logs {
+		if c.next != c.first && l.Index != c.next {
+			c.dropLocked() // not the next entry: the log was cut
+		}
+		if c.next == c.first {
+			c.first, c.next = l.Index, l.Index
+		}
+		if c.next-c.first == uint64(len(c.ring)) {
+			c.evictLocked()
+		}
+		c.ring[l.Index%uint64(len(c.ring))] = l
+		c.next++
+		c.budget.held.Add(entryBytes(l))
+	}
+	for c.budget.over() && c.first < c.next {
+		c.evictLocked()
+	}
+	return nil
+}
+
+// DeleteRange implements raft.LogStore; it empties the cache.
+func (c *LogCache) DeleteRange(lo, hi uint64) error {
+	c.Drop()
+	return c.store.DeleteRange(lo, hi)
+}
+
+// Drop empties the cache and gives its bytes back to the budget: on
+// DeleteRange, and when the group closes.
+func (c *LogCache) Drop() {
+	c.mu.Lock()
+	c.dropLocked()
+	c.mu.Unlock()
+}
+
+func (c *LogCache) evictLocked() {
+	i := c.first % uint64(len(c.ring))
+	n := entryBytes(c.ring[i])
+	c.ring[i] = nil
+	c.first++
+	c.budget.held.Add(-n)
+}
+
+func (c *LogCache) dropLocked() {
+	for c.first < c.next {
+		c.evictLocked()
+	}
+	c.first, c.next = 0, 0
+}
