@@ -246,11 +246,13 @@ func (s slowLink) checkOpen(r *experiment.Run, snap timeline.Snapshot, base []ti
 	served /= float64(max(len(rates), 1))
 	r.Check(fmt.Sprintf("open load, %s: ops served", st.w.Label), fmt.Sprintf("≥ %s of the %.0f ops/s offered", verdict.Pct(OpenServed), offered),
 		fmt.Sprintf("%s (%.0f ops/s, mean of %d seconds)", verdict.Pct(served/max(offered, 1)), served, len(rates)), served >= OpenServed*offered)
+	// Both p99s are read off histograms, within a bucket (about 6%): the
+	// step's fails only if the low end of its bucket is over the bound.
 	p99b := latencies(snap, base).Quantile(0.99)
-	p99 := snap.Latencies(st.w.From, st.w.To).Quantile(0.99)
+	p99lo, p99 := snap.Latencies(st.w.From, st.w.To).QuantileRange(0.99)
 	r.Check(fmt.Sprintf("open load, %s: batch latency p99", st.w.Label),
-		fmt.Sprintf("≤ open baseline's + added round trip + %s (%s)", verdict.Millis(LatencyMargin), verdict.Millis(p99b+rtt+LatencyMargin)),
-		fmt.Sprintf("%s (open baseline %s)", verdict.Millis(p99), verdict.Millis(p99b)), p99 <= p99b+rtt+LatencyMargin)
+		fmt.Sprintf("≤ open baseline's + added round trip + %s (%s), within a histogram bucket", verdict.Millis(LatencyMargin), verdict.Millis(p99b+rtt+LatencyMargin)),
+		fmt.Sprintf("%s-%s (open baseline %s)", verdict.Millis(p99lo), verdict.Millis(p99), verdict.Millis(p99b)), p99lo <= p99b+rtt+LatencyMargin)
 	p50b, p50 := latencies(snap, base).Quantile(0.5), snap.Latencies(st.w.From, st.w.To).Quantile(0.5)
 	r.Figure(fmt.Sprintf("open load, %s: batch latency p50 added (added round trip %s)", st.w.Label, verdict.Millis(rtt)),
 		"%s (%s vs %s)", verdict.Millis(p50-p50b), verdict.Millis(p50), verdict.Millis(p50b))

@@ -67,8 +67,17 @@ func (h *Histogram) Max() time.Duration { return h.max }
 // Quantile returns an upper bound, within one bucket, of the q-quantile
 // (q in [0, 1]); zero when there are no samples.
 func (h *Histogram) Quantile(q float64) time.Duration {
+	_, hi := h.QuantileRange(q)
+	return hi
+}
+
+// QuantileRange returns the bounds of the bucket that holds the
+// q-quantile: it is above lo and at most hi (lo is 0 for the first
+// bucket, and both are 0 when there are no samples). A check that the
+// quantile is under a bound fails for certain only when lo is not.
+func (h *Histogram) QuantileRange(q float64) (lo, hi time.Duration) {
 	if h.n == 0 {
-		return 0
+		return 0, 0
 	}
 	rank := uint64(q*float64(h.n) + 0.5)
 	rank = min(max(rank, 1), h.n)
@@ -76,8 +85,11 @@ func (h *Histogram) Quantile(q float64) time.Duration {
 	for b, c := range h.counts {
 		seen += c
 		if seen >= rank {
-			return min(bucketUpper(b), h.max)
+			if b > 0 {
+				lo = bucketUpper(b - 1)
+			}
+			return min(lo, h.max), min(bucketUpper(b), h.max)
 		}
 	}
-	return h.max
+	return h.max, h.max
 }

@@ -40,6 +40,11 @@ func TestQuantilesWithinBucketPrecision(t *testing.T) {
 		got := h.Quantile(q)
 		require.InEpsilon(t, float64(exact), float64(got), 0.07, "q=%v", q)
 		require.Equal(t, got, a.Quantile(q), "merged histogram agrees")
+		lo, hi := h.QuantileRange(q)
+		require.Equal(t, got, hi)
+		require.Less(t, lo, exact, "q=%v: the quantile is above the range's low end", q)
+		require.GreaterOrEqual(t, hi, exact, "q=%v", q)
+		require.InEpsilon(t, float64(hi), float64(lo), 0.07, "q=%v: one bucket apart", q)
 	}
 	require.Equal(t, all[len(all)-1], h.Max())
 	require.Equal(t, uint64(100_000), a.Count())
