@@ -159,7 +159,10 @@ type fullReplicaRun struct {
 	gapAfter time.Duration
 	handOver time.Duration // from the fill until the full server led nothing
 	fullLed  bool          // the full server led a shard after handing over
-	catchUp  time.Duration // from freeing the disk until every replica was equal
+	// handBacks counts the leaders' hand-backs of leadership to the
+	// replica they knew full (leadership.HandBacksToFull).
+	handBacks int64
+	catchUp   time.Duration // from freeing the disk until every replica was equal
 	// maxStall is the longest this test process itself was kept from
 	// running during the fault (a 5 ms ticker's largest delay): servers
 	// and client share it, so no gap can be shorter. go test ./... runs
@@ -215,6 +218,7 @@ func runFullReplica(t *testing.T, faultFor time.Duration) fullReplicaRun {
 
 	var run fullReplicaRun
 	stalls := stallWatch()
+	handBacksBefore := leadership.HandBacksToFull()
 	from := time.Now()
 	disk.fillTo(16 << 20)
 	require.Eventually(t, func() bool { d := c.diskOf(2); return d != nil && d.Full }, 2*time.Second, 20*time.Millisecond,
@@ -230,6 +234,7 @@ func runFullReplica(t *testing.T, faultFor time.Duration) fullReplicaRun {
 	run.maxGap = w.maxGap(from, time.Now())
 	run.gapAfter = w.maxGap(from.Add(run.handOver+handOverSettles), time.Now())
 	run.maxStall = stalls()
+	run.handBacks = leadership.HandBacksToFull() - handBacksBefore
 
 	disk.emptyFiller()
 	freed := time.Now()
@@ -239,8 +244,8 @@ func runFullReplica(t *testing.T, faultFor time.Duration) fullReplicaRun {
 	require.Eventually(t, c.CaughtUp, 30*time.Second, 100*time.Millisecond, "the full replica never caught up")
 	run.catchUp = time.Since(freed)
 	w.checkNoneLost(t, cl)
-	t.Logf("one follower full for %v: longest time without an acknowledged batch %v (%v after the hand-over; this process stalled for up to %v), leadership handed over after %v (handed back while full: %v), caught up %v after the disk was freed; statuses %v",
-		faultFor, run.maxGap, run.gapAfter, run.maxStall, run.handOver, run.fullLed, run.catchUp, w.statuses)
+	t.Logf("one follower full for %v: longest time without an acknowledged batch %v (%v after the hand-over; this process stalled for up to %v), leadership handed over after %v (handed back while full: %d times, led again: %v), caught up %v after the disk was freed; statuses %v",
+		faultFor, run.maxGap, run.gapAfter, run.maxStall, run.handOver, run.handBacks, run.fullLed, run.catchUp, w.statuses)
 	return run
 }
 
@@ -271,6 +276,7 @@ func TestReplicatedDiskFullFollower(t *testing.T) {
 	run := runFullReplica(t, 5*time.Second)
 	require.Less(t, run.handOver, time.Second)
 	require.False(t, run.fullLed, "the full server was handed leadership")
+	require.Zero(t, run.handBacks, "leaders handed leadership back to the full server")
 	// A stall of the whole process (the machine busy with other tests)
 	// delays every batch alike; the bound is on what the cluster adds.
 	require.Less(t, run.maxGap, maxHandOverGap+run.maxStall)
@@ -284,7 +290,7 @@ func TestReplicatedDiskFullCheckCatchesHandBackToFull(t *testing.T) {
 	leadership.SetHandBackToFullForTest(true)
 	defer leadership.SetHandBackToFullForTest(false)
 	run := runFullReplica(t, 5*time.Second)
-	require.True(t, run.fullLed || run.gapAfter >= maxFullGap+run.maxStall,
+	require.True(t, run.fullLed || run.handBacks > 0 || run.gapAfter >= maxFullGap+run.maxStall,
 		"the planted hand-back to a full replica went unnoticed: longest gap after the hand-over %v", run.gapAfter)
 }
 

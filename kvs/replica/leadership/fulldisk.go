@@ -25,6 +25,14 @@ var plantedHandBackToFull atomic.Bool
 // were handled. Nothing but tests may call it.
 func SetHandBackToFullForTest(on bool) { plantedHandBackToFull.Store(on) }
 
+// handBacksToFull counts the hand-backs of leadership to a preferred
+// replica that the leader knew full: none, unless the bug is planted.
+var handBacksToFull atomic.Int64
+
+// HandBacksToFull returns how many times, in this process, a leader has
+// handed leadership back to a preferred replica it knew was full.
+func HandBacksToFull() int64 { return handBacksToFull.Load() }
+
 // isFull reports whether replica r of this shard (this one or a peer) has
 // a full data dir, as far as this server knows.
 func (n *Node) isFull(r string) bool {

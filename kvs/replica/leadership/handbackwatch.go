@@ -51,6 +51,9 @@ func (n *Node) watchHandBack() {
 				continue
 			}
 			n.log.Info("handing leadership to the preferred replica", "to", preferred)
+			if n.isFull(preferred) {
+				handBacksToFull.Add(1)
+			}
 			// The preferred replica will be elected at once: no lease read
 			// may be served from here on.
 			n.lease.GiveUp()
