@@ -10,6 +10,7 @@ import (
 	"github.com/batchkv/batchkv/auth"
 	"github.com/batchkv/batchkv/kvs/memlimit"
 	"github.com/batchkv/batchkv/kvs/replica"
+	"github.com/batchkv/batchkv/kvs/replica/logcache"
 	"github.com/batchkv/batchkv/kvs/replica/raftstore"
 	"github.com/batchkv/batchkv/kvs/replica/transport"
 	"github.com/batchkv/batchkv/kvs/store"
@@ -133,7 +134,7 @@ type Config struct {
 	account *store.Account
 	// logCache bounds the replicas' Raft log caches together (a share of
 	// MaxMemory).
-	logCache *raftstore.CacheBudget
+	logCache *logcache.Budget
 }
 
 // The read modes of a replicated server (Config.ReadMode).
@@ -156,7 +157,7 @@ func (c *Config) validate() error {
 		c.FrameTimeout = DefaultFrameTimeout
 	}
 	c.account = new(store.Account)
-	c.logCache = raftstore.NewCacheBudget(memlimit.LogCacheShare(c.MaxMemory))
+	c.logCache = logcache.NewBudget(memlimit.LogCacheShare(c.MaxMemory))
 	if c.Store == nil {
 		c.Store = store.NewArenaIn(c.account)
 	}

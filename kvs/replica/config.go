@@ -9,6 +9,7 @@ import (
 	"github.com/batchkv/batchkv/kvs/replica/commitgate"
 	"github.com/batchkv/batchkv/kvs/replica/failover"
 	"github.com/batchkv/batchkv/kvs/replica/fsm"
+	"github.com/batchkv/batchkv/kvs/replica/logcache"
 	"github.com/batchkv/batchkv/kvs/replica/raftstore"
 	"github.com/batchkv/batchkv/kvs/replica/transport"
 	"github.com/batchkv/batchkv/kvs/store"
@@ -86,7 +87,7 @@ type Config struct {
 	Logger *slog.Logger
 	// LogCache bounds the bytes the groups' log caches hold together (a
 	// share of the server's -max-memory). Nil: only their entry counts.
-	LogCache *raftstore.CacheBudget
+	LogCache *logcache.Budget
 }
 
 // validate fills cfg's defaults and rejects what cannot work (the

@@ -14,6 +14,7 @@ import (
 	"github.com/batchkv/batchkv/kvs/replica/diskspace"
 	"github.com/batchkv/batchkv/kvs/replica/fsm"
 	"github.com/batchkv/batchkv/kvs/replica/leadership"
+	"github.com/batchkv/batchkv/kvs/replica/logcache"
 	"github.com/batchkv/batchkv/kvs/replica/raftstore"
 	"github.com/batchkv/batchkv/kvs/replica/transport"
 	"github.com/batchkv/batchkv/kvs/store"
@@ -36,7 +37,7 @@ type Group struct {
 	transport *leadership.Guard
 	heartbeat time.Duration // the heartbeat timeout
 	logs      raftstore.Store
-	cache     *raftstore.LogCache // in front of logs, for Raft
+	cache     *logcache.Cache // in front of logs, for Raft
 	log       *slog.Logger
 	// disk watches the space of this server's data dir and its peers'
 	// (nil: replicas in memory).
@@ -85,7 +86,7 @@ type groupConfig struct {
 	// disk watches the server's data dir (nil with dir "").
 	disk *diskspace.Watch
 	// logCache is the budget of the server's log caches; nil: none.
-	logCache *raftstore.CacheBudget
+	logCache *logcache.Budget
 }
 
 func openGroup(gc groupConfig) (g *Group, err error) {
@@ -116,9 +117,9 @@ func openGroup(gc groupConfig) (g *Group, err error) {
 	}
 	g.logs = logs
 	if gc.logCache == nil {
-		gc.logCache = raftstore.NewCacheBudget(0)
+		gc.logCache = logcache.NewBudget(0)
 	}
-	cached := raftstore.NewLogCache(g.logs, logCacheEntries, gc.logCache)
+	cached := logcache.New(g.logs, logCacheEntries, gc.logCache)
 	g.cache = cached
 	defer func() {
 		if err != nil {

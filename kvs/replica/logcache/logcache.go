@@ -1,4 +1,6 @@
-package raftstore
+// Package logcache keeps a Raft group's newest log entries in memory,
+// bounded in count and, across a server's groups, in bytes.
+package logcache
 
 import (
 	"sync"
@@ -7,24 +9,24 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// CacheBudget bounds the bytes that the log caches of one server's
+// Budget bounds the bytes that the log caches of one server's
 // groups hold together: a part of the server's -max-memory.
-type CacheBudget struct {
+type Budget struct {
 	limit int64
 	held  atomic.Int64
 }
 
-// NewCacheBudget returns a budget of limit bytes; 0 or less means no
+// NewBudget returns a budget of limit bytes; 0 or less means no
 // limit but the caches' own entry counts.
-func NewCacheBudget(limit int64) *CacheBudget { return &CacheBudget{limit: limit} }
+func NewBudget(limit int64) *Budget { return &Budget{limit: limit} }
 
 // Held returns the bytes the caches hold.
-func (b *CacheBudget) Held() int64 { return b.held.Load() }
+func (b *Budget) Held() int64 { return b.held.Load() }
 
 // Limit returns the budget's limit (0: none).
-func (b *CacheBudget) Limit() int64 { return max(b.limit, 0) }
+func (b *Budget) Limit() int64 { return max(b.limit, 0) }
 
-func (b *CacheBudget) over() bool { return b.limit > 0 && b.held.Load() > b.limit }
+func (b *Budget) over() bool { return b.limit > 0 && b.held.Load() > b.limit }
 
 // entryOverhead approximates what a cached entry costs beyond its data:
 // the raft.Log struct and the ring's pointer.
@@ -35,15 +37,15 @@ func entryBytes(l *raft.Log) int64 {
 	return int64(len(l.Data)+len(l.Extensions)) + entryOverhead
 }
 
-// LogCache keeps a group's newest log entries in memory, so that
+// Cache keeps a group's newest log entries in memory, so that
 // replicating them to followers reads no log store: at most a fixed
 // number of entries, and fewer while the server's caches together hold
 // more than their budget (the group storing entries then evicts its own
 // oldest). hashicorp/raft's LogCache bounds only the count, and an entry
 // holds a whole batch's writes for its shard: up to about 1 MiB each.
-type LogCache struct {
+type Cache struct {
 	store  raft.LogStore
-	budget *CacheBudget
+	budget *Budget
 
 	mu    sync.RWMutex
 	ring  []*raft.Log // guarded by mu: entry i at i % len(ring)
@@ -51,26 +53,26 @@ type LogCache struct {
 	next  uint64      // guarded by mu
 }
 
-// NewLogCache returns a cache of at most entries entries in front of
+// New returns a cache of at most entries entries in front of
 // store, its bytes counted against budget.
-func NewLogCache(store raft.LogStore, entries int, budget *CacheBudget) *LogCache {
-	return &LogCache{store: store, budget: budget, ring: make([]*raft.Log, max(entries, 1))}
+func New(store raft.LogStore, entries int, budget *Budget) *Cache {
+	return &Cache{store: store, budget: budget, ring: make([]*raft.Log, max(entries, 1))}
 }
 
 // IsMonotonic passes on the store's answer (raft.MonotonicLogStore).
-func (c *LogCache) IsMonotonic() bool {
+func (c *Cache) IsMonotonic() bool {
 	m, ok := c.store.(raft.MonotonicLogStore)
 	return ok && m.IsMonotonic()
 }
 
 // FirstIndex implements raft.LogStore.
-func (c *LogCache) FirstIndex() (uint64, error) { return c.store.FirstIndex() }
+func (c *Cache) FirstIndex() (uint64, error) { return c.store.FirstIndex() }
 
 // LastIndex implements raft.LogStore.
-func (c *LogCache) LastIndex() (uint64, error) { return c.store.LastIndex() }
+func (c *Cache) LastIndex() (uint64, error) { return c.store.LastIndex() }
 
 // GetLog implements raft.LogStore: from the cache when it holds idx.
-func (c *LogCache) GetLog(idx uint64, log *raft.Log) error {
+func (c *Cache) GetLog(idx uint64, log *raft.Log) error {
 	c.mu.RLock()
 	if idx >= c.first && idx < c.next {
 		*log = *c.ring[idx%uint64(len(c.ring))]
@@ -82,11 +84,11 @@ func (c *LogCache) GetLog(idx uint64, log *raft.Log) error {
 }
 
 // StoreLog implements raft.LogStore.
-func (c *LogCache) StoreLog(log *raft.Log) error { return c.StoreLogs([]*raft.Log{log}) }
+func (c *Cache) StoreLog(log *raft.Log) error { return c.StoreLogs([]*raft.Log{log}) }
 
 // StoreLogs implements raft.LogStore: the entries are cached once
 // stored.
-func (c *LogCache) StoreLogs(logs []*raft.Log) error {
+func (c *Cache) StoreLogs(logs []*raft.Log) error {
 	if err := c.store.StoreLogs(logs); err != nil {
 		return err
 	}
@@ -113,20 +115,20 @@ func (c *LogCache) StoreLogs(logs []*raft.Log) error {
 }
 
 // DeleteRange implements raft.LogStore; it empties the cache.
-func (c *LogCache) DeleteRange(lo, hi uint64) error {
+func (c *Cache) DeleteRange(lo, hi uint64) error {
 	c.Drop()
 	return c.store.DeleteRange(lo, hi)
 }
 
 // Drop empties the cache and gives its bytes back to the budget: on
 // DeleteRange, and when the group closes.
-func (c *LogCache) Drop() {
+func (c *Cache) Drop() {
 	c.mu.Lock()
 	c.dropLocked()
 	c.mu.Unlock()
 }
 
-func (c *LogCache) evictLocked() {
+func (c *Cache) evictLocked() {
 	i := c.first % uint64(len(c.ring))
 	n := entryBytes(c.ring[i])
 	c.ring[i] = nil
@@ -134,7 +136,7 @@ func (c *LogCache) evictLocked() {
 	c.budget.held.Add(-n)
 }
 
-func (c *LogCache) dropLocked() {
+func (c *Cache) dropLocked() {
 	for c.first < c.next {
 		c.evictLocked()
 	}

@@ -1,4 +1,4 @@
-package raftstore_test
+package logcache_test
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/stretchr/testify/require"
 
-	"github.com/batchkv/batchkv/kvs/replica/raftstore"
+	"github.com/batchkv/batchkv/kvs/replica/logcache"
 )
 
 // countingStore is hashicorp/raft's in-memory log store, counting reads.
@@ -26,7 +26,7 @@ func entry(idx uint64, size int) *raft.Log {
 	return &raft.Log{Index: idx, Term: 1, Type: raft.LogCommand, Data: bytes.Repeat([]byte{byte(idx)}, size)}
 }
 
-func requireEntry(t *testing.T, c *raftstore.LogCache, idx uint64, size int) {
+func requireEntry(t *testing.T, c *logcache.Cache, idx uint64, size int) {
 	t.Helper()
 	var l raft.Log
 	require.NoError(t, c.GetLog(idx, &l))
@@ -38,7 +38,7 @@ func requireEntry(t *testing.T, c *raftstore.LogCache, idx uint64, size int) {
 // to the cache's count, are read without the store; older ones from it.
 func TestLogCacheServesRecentEntriesWithinItsCount(t *testing.T) {
 	st := &countingStore{InmemStore: raft.NewInmemStore()}
-	c := raftstore.NewLogCache(st, 4, raftstore.NewCacheBudget(0))
+	c := logcache.New(st, 4, logcache.NewBudget(0))
 	for i := uint64(1); i <= 10; i++ {
 		require.NoError(t, c.StoreLogs([]*raft.Log{entry(i, 100)}))
 	}
@@ -56,9 +56,9 @@ func TestLogCacheServesRecentEntriesWithinItsCount(t *testing.T) {
 // evicted). An entry larger than the whole budget is not kept.
 func TestLogCachesStayWithinTheirBudget(t *testing.T) {
 	const size = 1000
-	budget := raftstore.NewCacheBudget(10 * (size + 96))
-	a := raftstore.NewLogCache(raft.NewInmemStore(), 1024, budget)
-	b := raftstore.NewLogCache(raft.NewInmemStore(), 1024, budget)
+	budget := logcache.NewBudget(10 * (size + 96))
+	a := logcache.New(raft.NewInmemStore(), 1024, budget)
+	b := logcache.New(raft.NewInmemStore(), 1024, budget)
 	for i := uint64(1); i <= 50; i++ {
 		c := a
 		if i%3 == 0 {
@@ -84,9 +84,9 @@ func TestLogCachesStayWithinTheirBudget(t *testing.T) {
 // and give its bytes back; a log cut and written again from an earlier
 // index is served as written the second time.
 func TestLogCacheGivesBackWhatItHeld(t *testing.T) {
-	budget := raftstore.NewCacheBudget(0)
+	budget := logcache.NewBudget(0)
 	st := raft.NewInmemStore()
-	c := raftstore.NewLogCache(st, 16, budget)
+	c := logcache.New(st, 16, budget)
 	for i := uint64(1); i <= 8; i++ {
 		require.NoError(t, c.StoreLogs([]*raft.Log{entry(i, 10)}))
 	}
