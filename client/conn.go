@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/batchkv/batchkv/internal/muxconn"
 	"github.com/batchkv/batchkv/internal/netcount"
 	"github.com/batchkv/batchkv/internal/rpcdial"
 	"github.com/batchkv/batchkv/wire"
@@ -146,7 +147,7 @@ func dial(ctx context.Context, addr, codec string, timeout time.Duration, tlsCfg
 			_ = conn.Close()
 			return nil, err
 		}
-		return newMuxConn(conn, cc), nil
+		return muxCall{muxconn.New(conn, cc)}, nil
 	case "gob":
 		rc, err := rpcdial.HTTPClient(conn, addr, timeout, tlsCfg != nil)
 		if err != nil {

@@ -1,4 +1,4 @@
-package client
+package muxconn
 
 import (
 	"context"
@@ -67,20 +67,20 @@ func serveEcho(conn net.Conn, hold func(string)) {
 	}
 }
 
-func dialMux(t *testing.T, addr string) *muxConn {
+func dialMux(t *testing.T, addr string) *Conn {
 	t.Helper()
 	conn, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
 	codec, err := wire.NewClientCodec(conn)
 	require.NoError(t, err)
-	mc := newMuxConn(conn, codec)
+	mc := New(conn, codec)
 	t.Cleanup(func() { _ = mc.Close() })
 	return mc
 }
 
-func getOne(ctx context.Context, mc *muxConn, key string) (string, error) {
+func getOne(ctx context.Context, mc *Conn, key string) (string, error) {
 	var reply wire.BatchReply
-	err := mc.call(ctx, &wire.BatchArgs{Ops: []wire.Op{{Code: wire.OpGet, Key: key}}}, &reply)
+	err := mc.Call(ctx, &wire.BatchArgs{Ops: []wire.Op{{Code: wire.OpGet, Key: key}}}, &reply)
 	if err != nil {
 		return "", err
 	}

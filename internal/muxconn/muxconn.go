@@ -1,4 +1,6 @@
-package client
+// Package muxconn is the client's connection for the binary codec: calls
+// multiplexed by sequence number, with no reader goroutine of its own.
+package muxconn
 
 import (
 	"context"
@@ -11,30 +13,7 @@ import (
 	"github.com/batchkv/batchkv/wire"
 )
 
-// rpcConn is one connection's calls: a batch sent, its reply awaited.
-type rpcConn interface {
-	// call sends args and waits for the reply in reply, or for ctx: then
-	// it returns ctx.Err(), and reply must not be reused, for the reply
-	// may still be written into it. A server's error comes back as an
-	// rpc.ServerError; any other error means the connection is broken.
-	call(ctx context.Context, args *wire.BatchArgs, reply *wire.BatchReply) error
-	Close() error
-}
-
-// netrpcConn is a net/rpc client (the gob codec's).
-type netrpcConn struct{ *rpc.Client }
-
-func (c netrpcConn) call(ctx context.Context, args *wire.BatchArgs, reply *wire.BatchReply) error {
-	call := c.Go(wire.BatchOpMethod, args, reply, make(chan *rpc.Call, 1))
-	select {
-	case <-call.Done:
-		return call.Error
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// muxConn multiplexes calls over one binary-codec connection by sequence
+// Conn multiplexes calls over one binary-codec connection by sequence
 // number, as net/rpc's Client does, but has no goroutine of its own
 // reading the replies: a caller that finds nobody reading reads them
 // itself until its own arrives, decoding each other reply for its caller
@@ -47,7 +26,7 @@ func (c netrpcConn) call(ctx context.Context, args *wire.BatchArgs, reply *wire.
 // A reader whose ctx ends while it waits for a reply's first byte stops
 // at once and leaves the connection as it was; once a reply has begun,
 // it reads it to the end.
-type muxConn struct {
+type Conn struct {
 	raw   net.Conn
 	codec *wire.ClientCodec
 
@@ -65,19 +44,24 @@ type muxConn struct {
 type pendingCall struct {
 	reply *wire.BatchReply
 	wake  chan struct{} // answered, or the reading is free: look again
-	done  bool          // guarded by muxConn.mu
-	err   error         // guarded by muxConn.mu
+	done  bool          // guarded by Conn.mu
+	err   error         // guarded by Conn.mu
 }
 
 // errConnBroken is what the calls on a failed connection get when no
 // error of the connection's own says more.
-var errConnBroken = errors.New("client: connection closed")
+var errConnBroken = errors.New("muxconn: connection closed")
 
-func newMuxConn(raw net.Conn, codec *wire.ClientCodec) *muxConn {
-	return &muxConn{raw: raw, codec: codec, pending: map[uint64]*pendingCall{}}
+// New returns a Conn over raw, whose codec is codec.
+func New(raw net.Conn, codec *wire.ClientCodec) *Conn {
+	return &Conn{raw: raw, codec: codec, pending: map[uint64]*pendingCall{}}
 }
 
-func (c *muxConn) call(ctx context.Context, args *wire.BatchArgs, reply *wire.BatchReply) error {
+// Call sends args and waits for the reply in reply, or for ctx: then it
+// returns ctx.Err(), and reply must not be reused, for the reply may
+// still be written into it. A server's error comes back as an
+// rpc.ServerError; any other error means the connection is broken.
+func (c *Conn) Call(ctx context.Context, args *wire.BatchArgs, reply *wire.BatchReply) error {
 	pc := &pendingCall{reply: reply, wake: make(chan struct{}, 1)}
 	c.mu.Lock()
 	if c.broken != nil {
@@ -132,7 +116,7 @@ func (c *muxConn) call(ctx context.Context, args *wire.BatchArgs, reply *wire.Ba
 
 // forget gives up the call seq, if still pending: its reply, if one
 // comes, is read and dropped. If nobody reads, a waiting call is woken to.
-func (c *muxConn) forget(seq uint64) {
+func (c *Conn) forget(seq uint64) {
 	c.mu.Lock()
 	delete(c.pending, seq)
 	if !c.reading {
@@ -142,7 +126,7 @@ func (c *muxConn) forget(seq uint64) {
 }
 
 // wakeOneLocked wakes one waiting call, if any, to take up the reading.
-func (c *muxConn) wakeOneLocked() {
+func (c *Conn) wakeOneLocked() {
 	for _, p := range c.pending {
 		select {
 		case p.wake <- struct{}{}:
@@ -155,7 +139,7 @@ func (c *muxConn) wakeOneLocked() {
 // readUntil reads replies until pc's has been read, or ctx ends while it
 // waits for one to begin (then it returns ctx.Err()), or the connection
 // fails. It holds the reading, and gives it up before it returns.
-func (c *muxConn) readUntil(ctx context.Context, pc *pendingCall) error {
+func (c *Conn) readUntil(ctx context.Context, pc *pendingCall) error {
 	stop := context.AfterFunc(ctx, func() {
 		c.mu.Lock()
 		if c.awaiting {
@@ -205,7 +189,7 @@ func (c *muxConn) readUntil(ctx context.Context, pc *pendingCall) error {
 
 // readOne reads one reply and hands it to its call; mine says it was
 // pc's.
-func (c *muxConn) readOne(pc *pendingCall) (mine bool, err error) {
+func (c *Conn) readOne(pc *pendingCall) (mine bool, err error) {
 	var resp rpc.Response
 	if err := c.codec.ReadResponseHeader(&resp); err != nil {
 		return false, err
@@ -248,7 +232,7 @@ func (c *muxConn) readOne(pc *pendingCall) (mine bool, err error) {
 }
 
 // leaveReading gives up the reading, and wakes a waiting call to take it.
-func (c *muxConn) leaveReading() {
+func (c *Conn) leaveReading() {
 	c.mu.Lock()
 	c.reading = false
 	c.wakeOneLocked()
@@ -257,7 +241,7 @@ func (c *muxConn) leaveReading() {
 
 // fail marks the connection broken by err, ends every pending call with
 // it, and closes the connection.
-func (c *muxConn) fail(err error) {
+func (c *Conn) fail(err error) {
 	c.mu.Lock()
 	if c.broken == nil {
 		c.broken = err
@@ -276,7 +260,7 @@ func (c *muxConn) fail(err error) {
 }
 
 // Close closes the connection; calls waiting on it fail.
-func (c *muxConn) Close() error {
+func (c *Conn) Close() error {
 	c.fail(errConnBroken)
 	return nil
 }
