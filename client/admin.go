@@ -50,25 +50,37 @@ func (a Admin) Discover(addr string, timeout time.Duration) (Config, error) {
 // Layout asks the server at addr how the cluster places keys
 // (wire.LayoutMethod): a replicated server answers its current shard map.
 func (a Admin) Layout(addr string, timeout time.Duration) (wire.ClusterMap, error) {
-	var l wire.ClusterMap
-	return l, a.call(addr, wire.LayoutMethod, &wire.LayoutRequest{}, &l, timeout)
+	return adminCall[wire.ClusterMap](a, addr, wire.LayoutMethod, &wire.LayoutRequest{}, timeout)
 }
 
 // Status asks the server at addr for its view of the shards it
 // replicates (wire.StatusMethod), within timeout.
 func (a Admin) Status(addr string, req wire.StatusRequest, timeout time.Duration) (wire.StatusReply, error) {
-	var st wire.StatusReply
-	return st, a.call(addr, wire.StatusMethod, &req, &st, timeout)
+	return adminCall[wire.StatusReply](a, addr, wire.StatusMethod, &req, timeout)
 }
 
 // Membership makes one step of a shard move at the server at addr
 // (wire.MembershipMethod), within timeout.
 func (a Admin) Membership(addr string, req wire.MembershipRequest, timeout time.Duration) (wire.MembershipReply, error) {
-	var rep wire.MembershipReply
-	return rep, a.call(addr, wire.MembershipMethod, &req, &rep, timeout)
+	return adminCall[wire.MembershipReply](a, addr, wire.MembershipMethod, &req, timeout)
 }
 
-// call makes one admin RPC on a connection of its own.
+// adminCall makes one admin RPC on a connection of its own and returns
+// its reply. The reply is decoded into a value of its own that is read
+// only once the call is done: after a timeout net/rpc's reading goroutine
+// may still be decoding into it while the connection closes.
+func adminCall[Reply any](a Admin, addr, method string, args any, timeout time.Duration) (Reply, error) {
+	reply := new(Reply)
+	if err := a.call(addr, method, args, reply, timeout); err != nil {
+		var zero Reply
+		return zero, err
+	}
+	return *reply, nil
+}
+
+// call makes one admin RPC on a connection of its own; reply is written
+// by another goroutine until the call is done, so the caller reads it
+// only when call returns nil.
 func (a Admin) call(addr, method string, args, reply any, timeout time.Duration) error {
 	cl, err := a.Dial(addr, timeout)
 	if err != nil {

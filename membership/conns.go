@@ -21,6 +21,18 @@ type pool struct {
 // errTimeout says a call got no answer within the Driver's RPCTimeout.
 var errTimeout = errors.New("membership: no answer in time")
 
+// invokeFor calls method at addr and returns its reply, decoded into a
+// value read only once the call is done: after a timeout net/rpc's
+// reading goroutine may still be decoding into it.
+func invokeFor[Reply any](c *Driver, addr, method string, args any) (Reply, error) {
+	reply := new(Reply)
+	if err := c.invoke(addr, method, args, reply); err != nil {
+		var zero Reply
+		return zero, err
+	}
+	return *reply, nil
+}
+
 // invoke calls method at addr on a pooled connection. A connection that
 // failed (rather than carrying a server's error) is closed and dropped.
 func (c *Driver) invoke(addr, method string, args, reply any) error {
@@ -93,12 +105,10 @@ func (c *Driver) Close() error {
 
 // layout asks addr for its map.
 func (c *Driver) layout(addr string) (wire.ClusterMap, error) {
-	var l wire.ClusterMap
-	return l, c.invoke(addr, wire.LayoutMethod, &wire.LayoutRequest{}, &l)
+	return invokeFor[wire.ClusterMap](c, addr, wire.LayoutMethod, &wire.LayoutRequest{})
 }
 
 // status asks addr for its view of its shards.
 func (c *Driver) status(addr string) (wire.StatusReply, error) {
-	var st wire.StatusReply
-	return st, c.invoke(addr, wire.StatusMethod, &wire.StatusRequest{}, &st)
+	return invokeFor[wire.StatusReply](c, addr, wire.StatusMethod, &wire.StatusRequest{})
 }

@@ -112,8 +112,7 @@ func (c *Driver) catchUp() time.Duration {
 
 // call makes one membership op at addr.
 func (c *Driver) call(addr string, req wire.MembershipRequest) (wire.MembershipReply, error) {
-	var rep wire.MembershipReply
-	return rep, c.invoke(addr, wire.MembershipMethod, &req, &rep)
+	return invokeFor[wire.MembershipReply](c, addr, wire.MembershipMethod, &req)
 }
 
 // refused reports whether err is a server's refusal of the caller's

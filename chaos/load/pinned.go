@@ -80,9 +80,14 @@ func (p *Pinned) Run(id int, h *linz.History, seed uint64, stop <-chan struct{})
 			err = fmt.Errorf("no reply in 10s")
 		}
 		ret := h.Now()
-		results := reply.Results
-		if err == nil && (reply.Status != wire.StatusOK || len(results) != len(ops)) {
-			err = fmt.Errorf("rejected: %s", reply.Status)
+		// reply is read only once the call is done: after a timeout the
+		// client's reading goroutine may still be decoding into it.
+		var results []wire.Result
+		if err == nil {
+			results = reply.Results
+			if reply.Status != wire.StatusOK || len(results) != len(ops) {
+				err = fmt.Errorf("rejected: %s", reply.Status)
+			}
 		}
 		if err != nil {
 			_ = rc.Close()
