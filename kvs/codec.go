@@ -7,6 +7,7 @@ import (
 	"net/rpc"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/batchkv/batchkv/internal/rpcserve"
 	"github.com/batchkv/batchkv/kvs/backend"
@@ -19,6 +20,7 @@ import (
 type call struct {
 	backend.Call        // its connection's reply budget, and what the reply holds charged
 	clientSeq    uint64 // the sequence number the client gave
+	request      int64  // bytes charged to the request budgets until the reply is written
 }
 
 // charges is what cl's reply values are charged to; nil for no call.
@@ -76,9 +78,14 @@ func (c *serverCodec) quick(x any) bool {
 }
 
 // ReadRequestHeader implements rpc.ServerCodec: it waits for a free slot,
-// so a connection with MaxInFlight requests in flight is not read further.
+// so a connection with MaxInFlight requests in flight is not read further,
+// and while the connection or the server holds its request budget.
 func (c *serverCodec) ReadRequestHeader(r *rpc.Request) error {
 	c.slots <- struct{}{}
+	waited := c.st.requests.Wait()
+	if c.s.requests.Wait() || waited {
+		c.s.stats.RequestWaits.Add(1)
+	}
 	if err := c.ServerCodec.ReadRequestHeader(r); err != nil {
 		<-c.slots
 		if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, io.ErrUnexpectedEOF) {
@@ -119,8 +126,32 @@ func (c *serverCodec) ReadRequestBody(x any) error {
 			return err
 		}
 	}
+	c.cur.request = RequestBytes(x)
+	c.st.requests.Charge(c.cur.request)
+	c.s.requests.Charge(c.cur.request)
 	c.s.calls.Store(x, c.cur)
 	return nil
+}
+
+// RequestBytes is what a decoded request holds until its reply is
+// written, as the request budgets count it: a routed batch's ops, their
+// keys and values, and the results made for them. An unrouted batch
+// (RingID 0), which the server forwards to its keys' owners, counts
+// nothing: held while it waits on another server, which may itself wait
+// for budget held by batches forwarded the other way, it could stall both.
+// Its memory is bounded by Limits.MaxInFlight per connection. Other
+// requests count nothing either.
+func RequestBytes(x any) int64 {
+	const perOp = int64(unsafe.Sizeof(wire.Op{}) + unsafe.Sizeof(wire.Result{}))
+	a, ok := x.(*wire.BatchArgs)
+	if !ok || a.RingID == 0 {
+		return 0
+	}
+	n := perOp * int64(len(a.Ops))
+	for i := range a.Ops {
+		n += int64(len(a.Ops[i].Key) + len(a.Ops[i].Value) + len(a.Ops[i].Expect))
+	}
+	return n
 }
 
 // WriteResponse implements rpc.ServerCodec: once the reply is written (or
@@ -144,6 +175,8 @@ func (c *serverCodec) WriteResponse(r *rpc.Response, x any) error {
 	}
 	if cl != nil {
 		c.s.releaseCall(cl)
+		c.st.requests.Release(cl.request)
+		c.s.requests.Release(cl.request)
 		c.st.inflight.Add(-1)
 		<-c.slots
 	}

@@ -118,8 +118,9 @@ type Config struct {
 	// MaxMemory bounds the server's memory, in bytes: its stores may hold
 	// memlimit.Shares' store share of it, and a write past that is refused
 	// with wire.StatusNoMemory (reads and deletes go on); the rest is the
-	// heap's, which bounds the reply budgets (Limits.ReplyBudget at most a
-	// quarter of it, Limits.ConnReplyBudget an eighth of that). Only
+	// heap's, which bounds the reply and request budgets (Limits.ReplyBudget
+	// and Limits.RequestBudget each at most a quarter of it, their
+	// per-connection caps an eighth of that). Only
 	// the Arenas the server makes itself count: leave Store nil (a SyncMap
 	// is not counted, nor is a store given in Store). Zero means no bound; kvsserver's -max-memory
 	// defaults to three quarters of the machine's memory.
@@ -179,6 +180,12 @@ func (c *Config) validate() error {
 		}
 		if c.Limits.ConnReplyBudget == 0 {
 			c.Limits.ConnReplyBudget = min(DefaultLimits().ConnReplyBudget, c.Limits.ReplyBudget/8)
+		}
+		if c.Limits.RequestBudget == 0 {
+			c.Limits.RequestBudget = min(DefaultLimits().RequestBudget, heap/4)
+		}
+		if c.Limits.ConnRequestBudget == 0 {
+			c.Limits.ConnRequestBudget = min(DefaultLimits().ConnRequestBudget, c.Limits.RequestBudget/8)
 		}
 	}
 	var err error

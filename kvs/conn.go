@@ -64,6 +64,7 @@ type connState struct {
 	// peer reading a byte now and then must not keep a reply alive).
 	perReply atomic.Bool
 	replies  *backend.Budget // value bytes of its unwritten replies
+	requests *backend.Budget // bytes of its requests not yet answered (RequestBytes)
 	closed   sync.Once       // untracks it once
 }
 

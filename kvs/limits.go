@@ -33,13 +33,25 @@ type Limits struct {
 	MaxInFlight int
 	// ReplyBudget caps, server-wide, the bytes of values that replies hold
 	// until they are written. A batch that would read values waits while
-	// the server is over it. Default 512 MiB: above what one connection can
-	// hold (ConnReplyBudget, plus one reply per build slot of overshoot),
-	// so that one peer alone never stalls the others.
+	// the server is over it. Default 64 MiB: more than a link's
+	// bandwidth-delay product needs (10 Gbit/s for 50 ms), and a few times
+	// the values of one 8,192-get batch of 1 KiB values. A peer that stops
+	// reading while the server is over it is closed (StallTimeout).
 	ReplyBudget int64
 	// ConnReplyBudget caps the same per connection, so that one peer that
-	// does not read its replies stalls only itself. Default 64 MiB.
+	// does not read its replies mostly stalls only itself (a reply it
+	// builds alone, up to a frame, always proceeds). Default 16 MiB.
 	ConnReplyBudget int64
+	// RequestBudget caps, server-wide, the bytes that requests hold from
+	// the moment they are decoded until their replies are written: their
+	// ops and keys and values, and the results made for them
+	// (RequestBytes). No connection reads its next request while the
+	// server is over it (unless the server holds none), so what the peers
+	// send beyond it waits in the network. Default 64 MiB: at the standard
+	// load's 8,192-op batches, about 100 batches being served at once.
+	RequestBudget int64
+	// ConnRequestBudget caps the same per connection. Default 16 MiB.
+	ConnRequestBudget int64
 	// MaxGobMessage caps one gob message of the HTTP net/rpc path (the
 	// course skeleton's Get and Put, the admin RPCs), enforced before it
 	// is read. Default 4 MiB: a legacy Put of the largest value fits.
@@ -52,16 +64,18 @@ type Limits struct {
 // DefaultLimits returns the limits a server runs with.
 func DefaultLimits() Limits {
 	return Limits{
-		MaxConns:        4096,
-		MaxConnsPerHost: 512,
-		IdleTimeout:     2 * time.Minute,
-		WriteTimeout:    10 * time.Second,
-		StallTimeout:    250 * time.Millisecond,
-		MaxInFlight:     256,
-		ReplyBudget:     512 << 20,
-		ConnReplyBudget: 64 << 20,
-		MaxGobMessage:   4 << 20,
-		DigestEvery:     time.Second,
+		MaxConns:          4096,
+		MaxConnsPerHost:   512,
+		IdleTimeout:       2 * time.Minute,
+		WriteTimeout:      10 * time.Second,
+		StallTimeout:      250 * time.Millisecond,
+		MaxInFlight:       256,
+		ReplyBudget:       64 << 20,
+		ConnReplyBudget:   16 << 20,
+		RequestBudget:     64 << 20,
+		ConnRequestBudget: 16 << 20,
+		MaxGobMessage:     4 << 20,
+		DigestEvery:       time.Second,
 	}
 }
 
@@ -70,7 +84,8 @@ func DefaultLimits() Limits {
 func (l Limits) withDefaults() (Limits, error) {
 	d := DefaultLimits()
 	if l.MaxConns < 0 || l.MaxConnsPerHost < 0 || l.IdleTimeout < 0 || l.WriteTimeout < 0 || l.StallTimeout < 0 ||
-		l.MaxInFlight < 0 || l.ReplyBudget < 0 || l.ConnReplyBudget < 0 || l.MaxGobMessage < 0 || l.DigestEvery < 0 {
+		l.MaxInFlight < 0 || l.ReplyBudget < 0 || l.ConnReplyBudget < 0 ||
+		l.RequestBudget < 0 || l.ConnRequestBudget < 0 || l.MaxGobMessage < 0 || l.DigestEvery < 0 {
 		return l, errNegativeLimit
 	}
 	fill := func(v *int, def int) {
@@ -95,6 +110,12 @@ func (l Limits) withDefaults() (Limits, error) {
 	}
 	if l.ConnReplyBudget == 0 {
 		l.ConnReplyBudget = d.ConnReplyBudget
+	}
+	if l.RequestBudget == 0 {
+		l.RequestBudget = d.RequestBudget
+	}
+	if l.ConnRequestBudget == 0 {
+		l.ConnRequestBudget = d.ConnRequestBudget
 	}
 	return l, nil
 }

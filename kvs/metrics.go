@@ -26,6 +26,7 @@ func (s *Server) Metrics() *prometheus.Registry {
 		Max: func() int64 { return s.cfg.MaxMemory }, StoreLimit: s.apply.Limit.Limit, Stores: s.cfg.account.Bytes,
 		OffHeapMapped: func() int64 { m, _ := store.OffHeap(); return m },
 		ReplyBudget:   func() int64 { return s.limits.ReplyBudget }, ReplyHeld: s.replies.Held,
+		RequestBudget: func() int64 { return s.limits.RequestBudget }, RequestHeld: s.requests.Held,
 		LogCacheLimit: s.cfg.logCache.Limit, LogCacheHeld: s.cfg.logCache.Held,
 	})...)
 	if rb, ok := s.svc.backend.(*backend.Replicated); ok {

@@ -75,6 +75,7 @@ type Server struct {
 	started   time.Time
 
 	replies      *backend.Budget  // value bytes of unwritten replies, server-wide
+	requests     *backend.Budget  // bytes of requests not yet answered, server-wide (RequestBytes)
 	apply        *backend.Applier // the backend's, which charges replies to it
 	calls        sync.Map         // decoded request arguments -> *call
 	lastDigest   atomic.Int64     // unix nanoseconds of the last digest granted without TLS
@@ -97,7 +98,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, limits: cfg.Limits, log: cfg.Logger, conns: map[*connState]struct{}{},
-		perHost: map[string]int{}, started: time.Now(), replies: backend.NewBudget(cfg.Limits.ReplyBudget), stop: make(chan struct{})}
+		perHost: map[string]int{}, started: time.Now(), replies: backend.NewBudget(cfg.Limits.ReplyBudget),
+		requests: backend.NewBudget(cfg.Limits.RequestBudget), stop: make(chan struct{})}
 	if cfg.Identity != nil {
 		s.serverTLS = cfg.Identity.ServerConfig()
 	}
@@ -238,7 +240,8 @@ func (s *Server) track(c net.Conn) (*connState, string) {
 	case s.perHost[host] >= s.limits.MaxConnsPerHost:
 		return nil, fmt.Sprintf("%d connections open from %s, limit %d", s.perHost[host], host, s.limits.MaxConnsPerHost)
 	}
-	st := &connState{raw: c, host: host, replies: backend.NewBudget(s.limits.ConnReplyBudget)}
+	st := &connState{raw: c, host: host, replies: backend.NewBudget(s.limits.ConnReplyBudget),
+		requests: backend.NewBudget(s.limits.ConnRequestBudget)}
 	st.touch()
 	s.conns[st] = struct{}{}
 	s.perHost[host]++
@@ -250,6 +253,9 @@ func (s *Server) track(c net.Conn) (*connState, string) {
 // once.
 func (s *Server) drop(st *connState) {
 	_ = st.raw.Close()
+	// Its handlers must not wait on its own budgets any more.
+	st.replies.Close()
+	st.requests.Close()
 	st.closed.Do(func() {
 		s.mu.Lock()
 		delete(s.conns, st)
@@ -300,7 +306,10 @@ func (s *Server) reap() {
 
 // stalled reports whether st's replies hold bytes and it has written none
 // for Limits.StallTimeout since they began to: a peer that stopped
-// reading, whose replies hold what other requests wait for.
+// reading, whose replies hold what other requests wait for. (Requests
+// held by a peer that stops reading are bounded by its
+// Limits.ConnRequestBudget, and freed after Limits.WriteTimeout: a write
+// that waits long is no sign of a stall on a link with a long delay.)
 func (s *Server) stalled(st *connState, now time.Time) bool {
 	held, since := st.replies.HeldSince()
 	if held == 0 {
@@ -337,6 +346,13 @@ func (s *Server) Close() error {
 	s.mu.Unlock()
 	for _, st := range conns {
 		_ = st.raw.Close()
+	}
+	// Handlers waiting for budget must end: nothing of theirs is written now.
+	s.replies.Close()
+	s.requests.Close()
+	for _, st := range conns {
+		st.replies.Close()
+		st.requests.Close()
 	}
 	if s.httpLn != nil {
 		_ = s.http.Close()

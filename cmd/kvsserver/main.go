@@ -89,6 +89,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&lim.MaxConns, "max-conns", 0, fmt.Sprintf("open connections in total (0: %d)", defLim.MaxConns))
 	fs.IntVar(&lim.MaxConnsPerHost, "max-conns-per-host", 0, fmt.Sprintf("open connections from one IP address (0: %d)", defLim.MaxConnsPerHost))
 	fs.Int64Var(&lim.ReplyBudget, "reply-budget", 0, fmt.Sprintf("bytes of values in replies not yet written, server-wide (0: %d MiB, or a quarter of -max-memory's heap share if less)", defLim.ReplyBudget>>20))
+	fs.Int64Var(&lim.RequestBudget, "request-budget", 0, fmt.Sprintf("bytes of requests not yet answered (their ops and results), server-wide; no connection reads on while over it (0: %d MiB, or a quarter of -max-memory's heap share if less)", defLim.RequestBudget>>20))
 	maxMemory := fs.String("max-memory", "auto", "bound on the server's memory, as bytes or with a unit (512MiB, 4GiB): the stores may take three quarters (less at under 512 MiB) and writes past that are refused with an OOM error while reads and deletes go on; the rest is the Go heap's and bounds the reply budgets; the Go runtime's memory limit (GOMEMLIMIT, unless set) follows what the stores leave of it; auto: 3/4 of the machine's memory (or its cgroup's limit); 0: no bound")
 	rf := fs.Int("rf", 1, "replication factor: each shard is a Raft group on this many servers (1: memory-only, unless -data-dir)")
 	shards := fs.Int("shards", 0, "shards of a replicated cluster (0: one per server); clients learn it from the servers")

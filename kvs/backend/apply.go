@@ -106,10 +106,10 @@ func (a *Applier) applyAt(st store.Store, ops []wire.Op, at []int32, results []w
 func (a *Applier) admit(cl *Call) {
 	waited := false
 	for {
-		if cl != nil && cl.Conn.wait() {
+		if cl != nil && cl.Conn.Wait() {
 			waited = true
 		}
-		if a.replies != nil && a.replies.wait() {
+		if a.replies != nil && a.replies.Wait() {
 			waited = true
 		}
 		if a.slots == nil {
@@ -149,18 +149,18 @@ func (a *Applier) charge(cl *Call, n int64) {
 		return
 	}
 	cl.charged += n
-	cl.Conn.charge(n)
+	cl.Conn.Charge(n)
 	if a.replies != nil {
-		a.replies.charge(n)
+		a.replies.Charge(n)
 	}
 }
 
 // Release gives back what cl's reply held charged, once it is written
 // (or its connection is gone).
 func (a *Applier) Release(cl *Call) {
-	cl.Conn.release(cl.charged)
+	cl.Conn.Release(cl.charged)
 	if a.replies != nil {
-		a.replies.release(cl.charged)
+		a.replies.Release(cl.charged)
 	}
 	cl.charged = 0
 }

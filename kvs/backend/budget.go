@@ -31,9 +31,10 @@ import (
 
 // Budget counts bytes held and lets callers wait while it is over a limit.
 type Budget struct {
-	limit int64
-	held  atomic.Int64
-	since atomic.Int64 // unix nanoseconds at which held last rose from 0
+	limit  int64
+	held   atomic.Int64
+	since  atomic.Int64 // unix nanoseconds at which held last rose from 0
+	closed atomic.Bool  // Close was called: no caller waits any more
 
 	mu   sync.Mutex
 	cond *sync.Cond // signalled when held goes down
@@ -46,15 +47,16 @@ func NewBudget(limit int64) *Budget {
 	return b
 }
 
-// over reports whether something is held and the limit is reached.
+// over reports whether something is held and the limit is reached, and
+// the budget is not closed.
 func (b *Budget) over() bool {
 	h := b.held.Load()
-	return h > 0 && h >= b.limit
+	return h > 0 && h >= b.limit && !b.closed.Load()
 }
 
-// wait blocks while the budget is over its limit; it returns whether it
+// Wait blocks while the budget is over its limit; it returns whether it
 // had to wait.
-func (b *Budget) wait() bool {
+func (b *Budget) Wait() bool {
 	if !b.over() {
 		return false
 	}
@@ -89,13 +91,25 @@ type Call struct {
 	charged int64   // set by the request's goroutine, read after it returns
 }
 
-func (b *Budget) charge(n int64) {
+// Close wakes every caller waiting on b, and lets every later one through:
+// the connection or server it bounds is going away, and what waits on it
+// must be able to end.
+func (b *Budget) Close() {
+	b.closed.Store(true)
+	b.mu.Lock()
+	b.cond.Broadcast()
+	b.mu.Unlock()
+}
+
+// Charge counts n more bytes held, until Release.
+func (b *Budget) Charge(n int64) {
 	if n > 0 && b.held.Add(n) == n {
 		b.since.Store(time.Now().UnixNano())
 	}
 }
 
-func (b *Budget) release(n int64) {
+// Release gives back n bytes that Charge counted.
+func (b *Budget) Release(n int64) {
 	if n == 0 {
 		return
 	}

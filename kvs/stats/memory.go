@@ -15,6 +15,8 @@ type Memory struct {
 	OffHeapMapped func() int64 // what the process's stores have mapped
 	ReplyBudget   func() int64 // bytes unwritten replies may hold
 	ReplyHeld     func() int64 // bytes unwritten replies hold
+	RequestBudget func() int64 // bytes requests not yet answered may hold
+	RequestHeld   func() int64 // bytes they hold
 	LogCacheLimit func() int64 // what the Raft log caches may hold; 0: no bound
 	LogCacheHeld  func() int64 // what they hold
 }
@@ -33,6 +35,8 @@ func NewMemoryGauges(m Memory) []prometheus.Collector {
 		g("go_memory_limit_bytes", "The Go runtime's soft memory limit (GOMEMLIMIT).", func() int64 { return debug.SetMemoryLimit(-1) }),
 		g("reply_budget_bytes", "Bytes of values that unwritten replies may hold, server-wide.", m.ReplyBudget),
 		g("reply_held_bytes", "Bytes of values that unwritten replies hold now.", m.ReplyHeld),
+		g("request_budget_bytes", "Bytes that requests not yet answered may hold, server-wide: their ops and the results made for them.", m.RequestBudget),
+		g("request_held_bytes", "Bytes that requests not yet answered hold now.", m.RequestHeld),
 		g("raft_log_cache_limit_bytes", "What the replicas' Raft log caches may hold together (0: no bound but 1,024 entries each).", m.LogCacheLimit),
 		g("raft_log_cache_bytes", "What the replicas' Raft log caches hold now.", m.LogCacheHeld),
 	}

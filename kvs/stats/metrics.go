@@ -15,10 +15,10 @@ func NewCollector(st *Stats) prometheus.Collector { return newStatsCollector(st)
 
 // statsCollector exposes Stats as Prometheus metrics.
 type statsCollector struct {
-	stats                                  *Stats
-	ops, results, batches, batchOps        *prometheus.Desc
-	bytesIn, bytesOut, forwarded, badConns *prometheus.Desc
-	idleClosed, budgetWaits, stalledClosed *prometheus.Desc
+	stats                                                *Stats
+	ops, results, batches, batchOps                      *prometheus.Desc
+	bytesIn, bytesOut, forwarded, badConns               *prometheus.Desc
+	idleClosed, budgetWaits, requestWaits, stalledClosed *prometheus.Desc
 }
 
 func newStatsCollector(st *Stats) *statsCollector {
@@ -26,17 +26,18 @@ func newStatsCollector(st *Stats) *statsCollector {
 		return prometheus.NewDesc("batchkv_"+name, help, labels, nil)
 	}
 	return &statsCollector{
-		stats:       st,
-		ops:         d("ops_total", "Ops applied or answered, by type.", "type"),
-		results:     d("op_results_total", "Ops answered, by status (ok and not_found are not errors).", "status"),
-		batches:     d("batches_total", "BatchOp calls and legacy single-op calls."),
-		batchOps:    d("batch_ops", "Ops per batch."),
-		bytesIn:     d("received_bytes_total", "Bytes read from client connections."),
-		bytesOut:    d("sent_bytes_total", "Bytes written to client connections."),
-		forwarded:   d("forwarded_ops_total", "Ops sent on to the server that owns them."),
-		badConns:    d("bad_connections_total", "Connections closed for bad input, a failed handshake, or over a cap."),
-		idleClosed:  d("idle_closed_connections_total", "Connections closed for idling past the idle timeout."),
-		budgetWaits: d("reply_budget_waits_total", "Batches that waited for a reply budget (bytes of unwritten replies)."),
+		stats:        st,
+		ops:          d("ops_total", "Ops applied or answered, by type.", "type"),
+		results:      d("op_results_total", "Ops answered, by status (ok and not_found are not errors).", "status"),
+		batches:      d("batches_total", "BatchOp calls and legacy single-op calls."),
+		batchOps:     d("batch_ops", "Ops per batch."),
+		bytesIn:      d("received_bytes_total", "Bytes read from client connections."),
+		bytesOut:     d("sent_bytes_total", "Bytes written to client connections."),
+		forwarded:    d("forwarded_ops_total", "Ops sent on to the server that owns them."),
+		badConns:     d("bad_connections_total", "Connections closed for bad input, a failed handshake, or over a cap."),
+		idleClosed:   d("idle_closed_connections_total", "Connections closed for idling past the idle timeout."),
+		budgetWaits:  d("reply_budget_waits_total", "Batches that waited for a reply budget (bytes of unwritten replies)."),
+		requestWaits: d("request_budget_waits_total", "Requests whose reading waited for a request budget (bytes of requests not yet answered)."),
 		stalledClosed: d("stalled_closed_connections_total",
 			"Connections closed for leaving their replies unread while the server was over its reply budget."),
 	}
@@ -45,7 +46,7 @@ func newStatsCollector(st *Stats) *statsCollector {
 // Describe implements prometheus.Collector.
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.ops, c.results, c.batches, c.batchOps, c.bytesIn, c.bytesOut, c.forwarded, c.badConns,
-		c.idleClosed, c.budgetWaits, c.stalledClosed} {
+		c.idleClosed, c.budgetWaits, c.requestWaits, c.stalledClosed} {
 		ch <- d
 	}
 }
@@ -71,6 +72,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.badConns, st.BadConns.Load())
 	counter(c.idleClosed, st.IdleClosed.Load())
 	counter(c.budgetWaits, st.BudgetWaits.Load())
+	counter(c.requestWaits, st.RequestWaits.Load())
 	counter(c.stalledClosed, st.StalledClosed.Load())
 
 	// The histogram's buckets are cumulative; ours count each range once.

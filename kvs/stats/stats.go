@@ -32,6 +32,9 @@ type Stats struct {
 	// BudgetWaits counts batches that waited for a reply budget
 	// (Limits.ReplyBudget, Limits.ConnReplyBudget).
 	BudgetWaits atomic.Uint64
+	// RequestWaits counts requests whose reading waited for a request
+	// budget (Limits.RequestBudget, Limits.ConnRequestBudget).
+	RequestWaits atomic.Uint64
 	// StalledClosed counts connections closed for holding unwritten
 	// replies without reading them while the server was over its reply
 	// budget (Limits.StallTimeout).
