@@ -64,12 +64,7 @@ func AppendBatchArgs(dst []byte, a *BatchArgs) []byte {
 
 // AppendBatchReply appends the encoding of r to dst and returns the result.
 func AppendBatchReply(dst []byte, r *BatchReply) []byte {
-	dst = append(dst, byte(r.Status))
-	dst = binary.AppendUvarint(dst, uint64(len(r.Err)))
-	dst = append(dst, r.Err...)
-	dst = binary.AppendUvarint(dst, uint64(len(r.Leader)))
-	dst = append(dst, r.Leader...)
-	dst = binary.AppendUvarint(dst, uint64(len(r.Results)))
+	dst = appendBatchReplyHead(dst, r)
 	for i := range r.Results {
 		res := &r.Results[i]
 		dst = append(dst, byte(res.Status))
@@ -77,6 +72,34 @@ func AppendBatchReply(dst []byte, r *BatchReply) []byte {
 		dst = append(dst, res.Value...)
 	}
 	return dst
+}
+
+// appendBatchReplyHead appends what precedes r's results in its encoding.
+func appendBatchReplyHead(dst []byte, r *BatchReply) []byte {
+	dst = append(dst, byte(r.Status))
+	dst = binary.AppendUvarint(dst, uint64(len(r.Err)))
+	dst = append(dst, r.Err...)
+	dst = binary.AppendUvarint(dst, uint64(len(r.Leader)))
+	dst = append(dst, r.Leader...)
+	return binary.AppendUvarint(dst, uint64(len(r.Results)))
+}
+
+// batchReplyLen is the length of AppendBatchReply's encoding of r.
+func batchReplyLen(r *BatchReply) int {
+	n := 1 + uvarintLen(len(r.Err)) + len(r.Err) + uvarintLen(len(r.Leader)) + len(r.Leader) + uvarintLen(len(r.Results))
+	for i := range r.Results {
+		n += 1 + uvarintLen(len(r.Results[i].Value)) + len(r.Results[i].Value)
+	}
+	return n
+}
+
+// uvarintLen is the length of binary.AppendUvarint's encoding of n.
+func uvarintLen(n int) int {
+	l := 1
+	for ; n >= 0x80; n >>= 7 {
+		l++
+	}
+	return l
 }
 
 // reader walks a body string. Every method checks bounds, so no input can

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/rpc"
 	"time"
+	"unsafe"
 )
 
 // Preamble opens every connection that speaks the binary codec. A server
@@ -135,27 +136,82 @@ func (c *ServerCodec) clearDeadline() {
 
 // WriteResponse implements rpc.ServerCodec.
 func (c *ServerCodec) WriteResponse(resp *rpc.Response, x any) error {
-	out := append(c.out[:0], 0, 0, 0, 0)
+	rep, _ := x.(*BatchReply)
+	errMsg := resp.Error
+	if errMsg != "" {
+		rep = nil
+	}
+	body := 0
+	if rep != nil {
+		body = batchReplyLen(rep)
+	}
+	if respHeaderBytes+len(errMsg)+body > MaxFrameBytes {
+		errMsg = fmt.Sprintf("wire: reply of %d bytes over the %d-byte limit", respHeaderBytes+len(errMsg)+body, MaxFrameBytes)
+		rep, body = nil, 0
+	}
+	out := binary.LittleEndian.AppendUint32(c.out[:0], uint32(respHeaderBytes+len(errMsg)+body))
 	out = binary.LittleEndian.AppendUint64(out, resp.Seq)
-	errAt := len(out)
-	out = binary.LittleEndian.AppendUint32(out, uint32(len(resp.Error)))
-	out = append(out, resp.Error...)
-	if resp.Error == "" {
-		if rep, ok := x.(*BatchReply); ok {
-			out = AppendBatchReply(out, rep)
-		}
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(errMsg)))
+	out = append(out, errMsg...)
+	var err error
+	switch {
+	case rep != nil && body <= wholeReply:
+		out = AppendBatchReply(out, rep)
+	case rep != nil:
+		out, err = c.writeResults(appendBatchReplyHead(out, rep), rep.Results)
 	}
-	if len(out)-4 > MaxFrameBytes {
-		msg := fmt.Sprintf("wire: reply of %d bytes over the %d-byte limit", len(out)-4, MaxFrameBytes)
-		out = binary.LittleEndian.AppendUint32(out[:errAt], uint32(len(msg)))
-		out = append(out, msg...)
+	c.out = keepSmall(out[:0])
+	if err == nil {
+		_, err = c.w.Write(out)
 	}
-	binary.LittleEndian.PutUint32(out[:4], uint32(len(out)-4))
-	c.out = keepSmall(out)
-	if _, err := c.w.Write(out); err != nil {
+	if err != nil {
 		return err
 	}
 	return c.w.Flush()
+}
+
+// Reply encoding: a large reply is not copied whole into one buffer,
+// which would hold a second copy of its values (up to a frame, 64 MiB) for
+// as long as its write waits on a peer that does not read; it is written
+// piece by piece.
+const (
+	// wholeReply is the largest reply encoded whole before it is written
+	// (the standard load's 8,192 gets of 128-byte values take 1.1 MiB): a
+	// connection holds at most this much beside the values, and the
+	// codec keeps a buffer this large for the next reply.
+	wholeReply = 4 << 20
+	// replyPiece is how much encoding accumulates before it is written:
+	// one write of the connection (kvs writes at most 256 KiB at once).
+	replyPiece = 256 << 10
+	// directValue is the size from which a value is written from where
+	// it lies rather than copied into the encoding.
+	directValue = 16 << 10
+)
+
+// writeResults encodes results after out, writing out whenever it holds a
+// piece and a large value straight from where it lies; it returns what is
+// left to write.
+func (c *ServerCodec) writeResults(out []byte, results []Result) ([]byte, error) {
+	for i := range results {
+		res := &results[i]
+		out = append(out, byte(res.Status))
+		out = binary.AppendUvarint(out, uint64(len(res.Value)))
+		if len(res.Value) < directValue {
+			out = append(out, res.Value...)
+		}
+		if len(res.Value) >= directValue || len(out) >= replyPiece {
+			if _, err := c.w.Write(out); err != nil {
+				return out[:0], err
+			}
+			out = out[:0]
+		}
+		if len(res.Value) >= directValue {
+			if _, err := c.w.Write(unsafe.Slice(unsafe.StringData(res.Value), len(res.Value))); err != nil {
+				return out, err
+			}
+		}
+	}
+	return out, nil
 }
 
 // Close implements rpc.ServerCodec.

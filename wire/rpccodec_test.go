@@ -95,3 +95,68 @@ func exchange[T any](t *testing.T, n int, send func(i int) error, receive func(*
 	}
 	return got
 }
+
+// TestRepliesWrittenInPieces: a reply over wholeReply is written piece by
+// piece, large values straight from where they lie, so the codec never
+// holds a second copy of a whole large reply (a 5.5 MiB reply once left a
+// 5.5 MiB buffer behind).
+// What the client reads is the reply that was sent: small values across
+// pieces, values at and past the direct-write size, empty and missing
+// values, and a reply over the frame limit turned into an error.
+func TestRepliesWrittenInPieces(t *testing.T) {
+	cconn, sconn := tcpPair(t)
+	cc, err := NewClientCodec(cconn)
+	require.NoError(t, err)
+	sr := bufio.NewReader(sconn)
+	_, err = io.ReadFull(sr, make([]byte, len(Preamble)))
+	require.NoError(t, err)
+	sc := NewServerCodec(sconn, sr, 0)
+
+	big := strings.Repeat("b", 1<<20)
+	var results []Result
+	for i := range 5000 { // about 500 KiB of small values: more than one piece
+		results = append(results, Result{Status: StatusOK, Value: strings.Repeat(string(rune('a'+i%26)), 100)})
+	}
+	results = append(results, Result{Status: StatusOK, Value: big[:directValue-1]}, Result{Status: StatusOK, Value: big[:directValue]},
+		Result{Status: StatusNotFound}, Result{Status: StatusOK, Value: ""})
+	for range wholeReply>>20 + 1 { // past the size encoded whole
+		results = append(results, Result{Status: StatusOK, Value: big}, Result{Status: StatusOK, Value: "s"})
+	}
+	// The largest last, so that the buffer it would leave is what is
+	// checked at the end.
+	replies := []*BatchReply{
+		{Status: StatusOK, Results: make([]Result, 65)}, // over the frame limit once filled below
+		{Status: StatusNotLeader, Err: "not the leader", Leader: "127.0.0.1:2"},
+		{Status: StatusOK, Leader: "127.0.0.1:1", Results: results},
+	}
+	for i := range replies[0].Results {
+		replies[0].Results[i] = Result{Status: StatusOK, Value: big}
+	}
+
+	sent := make(chan error, 1)
+	go func() {
+		for i, r := range replies {
+			if err := sc.WriteResponse(&rpc.Response{ServiceMethod: BatchOpMethod, Seq: uint64(i)}, r); err != nil {
+				sent <- err
+				return
+			}
+		}
+		sent <- nil
+	}()
+	for i, want := range replies {
+		var resp rpc.Response
+		require.NoError(t, cc.ReadResponseHeader(&resp))
+		require.Equal(t, uint64(i), resp.Seq)
+		if i == 0 {
+			require.Contains(t, resp.Error, "over the", "a reply over the frame limit is an error")
+			require.NoError(t, cc.ReadResponseBody(nil))
+			continue
+		}
+		var got BatchReply
+		require.NoError(t, cc.ReadResponseBody(&got))
+		require.Empty(t, resp.Error)
+		require.Equal(t, *want, got, "reply %d", i)
+	}
+	require.NoError(t, <-sent)
+	require.LessOrEqual(t, cap(sc.out), 2*(replyPiece+directValue), "the codec kept a buffer the size of a whole reply")
+}
