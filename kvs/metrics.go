@@ -63,5 +63,6 @@ func (s *Server) nodeStats() *wire.NodeStats {
 		StoreBytes: s.cfg.account.Bytes(),
 		StoreLimit: s.apply.Limit.Limit(),
 		MaxMemory:  s.cfg.MaxMemory,
+		Buffered:   s.replies.Held() + s.requests.Held() + s.cfg.logCache.Held(),
 	}
 }

@@ -102,6 +102,10 @@ type NodeStats struct {
 	// StoreLimit the most they may (a share of MaxMemory; 0: no bound).
 	StoreBytes, StoreLimit int64
 	MaxMemory              int64 // the server's -max-memory in bytes; 0: no bound
+	// Buffered is what the heap's bounded parts hold now, in bytes: the
+	// values of unwritten replies, the requests not yet answered, and the
+	// replicas' Raft log caches (each a share of MaxMemory).
+	Buffered int64
 }
 
 // ShardStatus is one replica's view of its shard.

@@ -105,7 +105,7 @@ func sampleCluster(admin client.Admin, servers []string, timeout time.Duration) 
 // nodeRates is one server's rates between two samples.
 type nodeRates struct {
 	gets, writes, errs, redirs, cpuPct, rxMiB, txMiB float64
-	rssMiB, storeMiB                                 float64
+	rssMiB, storeMiB, bufMiB                         float64
 	conns                                            int
 }
 
@@ -127,14 +127,15 @@ func rates(a, b nodeSample) (nodeRates, bool) {
 		redirs: per(x.Redirects, y.Redirects),
 		cpuPct: 100 * float64(y.CPU-x.CPU) / float64(y.At.Sub(x.At)),
 		rxMiB:  per(x.BytesIn, y.BytesIn) / mib, txMiB: per(x.BytesOut, y.BytesOut) / mib,
-		rssMiB: float64(y.RSS) / mib, storeMiB: float64(y.StoreBytes) / mib, conns: y.Conns,
+		rssMiB: float64(y.RSS) / mib, storeMiB: float64(y.StoreBytes) / mib,
+		bufMiB: float64(y.Buffered) / mib, conns: y.Conns,
 	}, true
 }
 
 // The node table's columns, after the node's name.
 var (
-	topHeadings = []string{"OPS/S", "GET/S", "PUT/S", "CPU%", "RSS_MIB", "STORE_MIB", "RX_MIB/S", "TX_MIB/S", "CONNS", "REDIR/S", "ERR/S", "DISK_FREE"}
-	topWidths   = []int{10, 10, 9, 6, 8, 9, 9, 9, 6, 8, 6, 10}
+	topHeadings = []string{"OPS/S", "GET/S", "PUT/S", "CPU%", "RSS_MIB", "STORE_MIB", "BUF_MIB", "RX_MIB/S", "TX_MIB/S", "CONNS", "REDIR/S", "ERR/S", "DISK_FREE"}
+	topWidths   = []int{10, 10, 9, 6, 8, 9, 7, 9, 9, 6, 8, 6, 10}
 )
 
 // add adds r's rates to t's.
@@ -146,6 +147,7 @@ func (t *nodeRates) add(r nodeRates) {
 	t.cpuPct += r.cpuPct
 	t.rssMiB += r.rssMiB
 	t.storeMiB += r.storeMiB
+	t.bufMiB += r.bufMiB
 	t.rxMiB += r.rxMiB
 	t.txMiB += r.txMiB
 	t.conns += r.conns
@@ -155,7 +157,7 @@ func (t *nodeRates) add(r nodeRates) {
 func (r nodeRates) cells() []string {
 	return []string{
 		fmt.Sprintf("%.0f", r.gets+r.writes), fmt.Sprintf("%.0f", r.gets), fmt.Sprintf("%.0f", r.writes),
-		fmt.Sprintf("%.1f", r.cpuPct), fmt.Sprintf("%.1f", r.rssMiB), fmt.Sprintf("%.1f", r.storeMiB), fmt.Sprintf("%.2f", r.rxMiB),
+		fmt.Sprintf("%.1f", r.cpuPct), fmt.Sprintf("%.1f", r.rssMiB), fmt.Sprintf("%.1f", r.storeMiB), fmt.Sprintf("%.1f", r.bufMiB), fmt.Sprintf("%.2f", r.rxMiB),
 		fmt.Sprintf("%.2f", r.txMiB), strconv.Itoa(r.conns), fmt.Sprintf("%.0f", r.redirs), fmt.Sprintf("%.0f", r.errs),
 	}
 }

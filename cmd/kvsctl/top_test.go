@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -90,6 +91,16 @@ func TestTopOnceShowsEveryNodeUnderLoad(t *testing.T) {
 	}, 30*time.Second, 100*time.Millisecond, "every node serves ops")
 	text := out.String()
 	require.Contains(t, text, "CPU%")
+	// BUF_MIB, the 8th column: under load at RF=3 the Raft log caches hold
+	// entries on every server.
+	require.Contains(t, text, "BUF_MIB")
+	for _, line := range strings.Split(text, "\n") {
+		if f := strings.Fields(line); len(f) > 7 && slices.Contains(addrs, f[0]) {
+			buf, err := strconv.ParseFloat(f[7], 64)
+			require.NoError(t, err, line)
+			require.Positive(t, buf, "BUF_MIB of %s", f[0])
+		}
+	}
 	require.Regexp(t, `(?m)^total\s+\d+`, text)
 	for sh := range 3 {
 		require.Regexp(t, fmt.Sprintf(`(?m)^%d\s+127\.0\.0\.1:\d+\s+\d+\s+\d+\s+127`, sh), text, "shard %d has a leader and lags", sh)
