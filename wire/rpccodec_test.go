@@ -30,12 +30,10 @@ func tcpPair(t *testing.T) (client, server net.Conn) {
 	return client, server
 }
 
-// TestDecodedFramesOutliveTheNextFrame: the codecs decode keys and values
-// without copying them out of the frame they arrived in, so a frame's
-// strings must stay as they were after later frames on the same
-// connection are read (a body buffer reused across frames would rewrite
-// them).
-func TestDecodedFramesOutliveTheNextFrame(t *testing.T) {
+// codecPair returns a client and a server codec over the two ends of a
+// loopback TCP connection, the preamble already read.
+func codecPair(t *testing.T) (*ClientCodec, *ServerCodec) {
+	t.Helper()
 	cconn, sconn := tcpPair(t)
 	cc, err := NewClientCodec(cconn)
 	require.NoError(t, err)
@@ -43,6 +41,16 @@ func TestDecodedFramesOutliveTheNextFrame(t *testing.T) {
 	_, err = io.ReadFull(sr, make([]byte, len(Preamble)))
 	require.NoError(t, err)
 	sc := NewServerCodec(sconn, sr, 0)
+	return cc, sc
+}
+
+// TestDecodedFramesOutliveTheNextFrame: the codecs decode keys and values
+// without copying them out of the frame they arrived in, so a frame's
+// strings must stay as they were after later frames on the same
+// connection are read (a body buffer reused across frames would rewrite
+// them).
+func TestDecodedFramesOutliveTheNextFrame(t *testing.T) {
+	cc, sc := codecPair(t)
 
 	batch := func(i int) *BatchArgs {
 		fill := strings.Repeat(string(rune('a'+i)), 100)
@@ -104,13 +112,7 @@ func exchange[T any](t *testing.T, n int, send func(i int) error, receive func(*
 // pieces, values at and past the direct-write size, empty and missing
 // values, and a reply over the frame limit turned into an error.
 func TestRepliesWrittenInPieces(t *testing.T) {
-	cconn, sconn := tcpPair(t)
-	cc, err := NewClientCodec(cconn)
-	require.NoError(t, err)
-	sr := bufio.NewReader(sconn)
-	_, err = io.ReadFull(sr, make([]byte, len(Preamble)))
-	require.NoError(t, err)
-	sc := NewServerCodec(sconn, sr, 0)
+	cc, sc := codecPair(t)
 
 	big := strings.Repeat("b", 1<<20)
 	var results []Result
