@@ -119,8 +119,8 @@ type Config struct {
 	// memlimit.Shares' store share of it, and a write past that is refused
 	// with wire.StatusNoMemory (reads and deletes go on); the rest is the
 	// heap's, which bounds the reply and request budgets (Limits.ReplyBudget
-	// and Limits.RequestBudget each at most a quarter of it, their
-	// per-connection caps an eighth of that). Only
+	// and Limits.RequestBudget each at most a quarter of it,
+	// Limits.ConnReplyBudget an eighth of that). Only
 	// the Arenas the server makes itself count: leave Store nil (a SyncMap
 	// is not counted, nor is a store given in Store). Zero means no bound; kvsserver's -max-memory
 	// defaults to three quarters of the machine's memory.
@@ -182,11 +182,11 @@ func (c *Config) validate() error {
 			c.Limits.ConnReplyBudget = min(DefaultLimits().ConnReplyBudget, c.Limits.ReplyBudget/8)
 		}
 		if c.Limits.RequestBudget == 0 {
-			c.Limits.RequestBudget = min(DefaultLimits().RequestBudget, heap/4)
+			c.Limits.RequestBudget = min(c.defaultRequestBudget(), heap/4)
 		}
-		if c.Limits.ConnRequestBudget == 0 {
-			c.Limits.ConnRequestBudget = min(DefaultLimits().ConnRequestBudget, c.Limits.RequestBudget/8)
-		}
+	}
+	if c.Limits.RequestBudget == 0 {
+		c.Limits.RequestBudget = c.defaultRequestBudget()
 	}
 	var err error
 	if c.Limits, err = c.Limits.withDefaults(); err != nil {
@@ -221,4 +221,14 @@ func (c *Config) validate() error {
 		return errors.New("kvs: read mode lease needs a replicated server (-rf above 1, or a data dir)")
 	}
 	return nil
+}
+
+// defaultRequestBudget is Limits.RequestBudget's default without a
+// MaxMemory: larger for a replicated server, whose requests also wait for
+// their commit.
+func (c *Config) defaultRequestBudget() int64 {
+	if c.Replicated() {
+		return ReplicatedRequestBudget
+	}
+	return DefaultLimits().RequestBudget
 }

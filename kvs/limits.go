@@ -47,10 +47,17 @@ type Limits struct {
 	// ops and keys and values, and the results made for them
 	// (RequestBytes). No connection reads its next request while the
 	// server is over it (unless the server holds none), so what the peers
-	// send beyond it waits in the network. Default 64 MiB: at the standard
-	// load's 8,192-op batches, about 100 batches being served at once.
+	// send beyond it waits in the network. It must cover what the load
+	// keeps in flight for as long as a request takes: at RF=1, where a
+	// request waits only for this server, the default is 64 MiB (about 80
+	// of the standard load's 8,192-op batches); a replicated server's
+	// requests also wait for their commit, a round trip to the followers
+	// that a slow link lengthens, and its default is
+	// ReplicatedRequestBudget. With a MaxMemory, at most a quarter of the
+	// heap's share.
 	RequestBudget int64
-	// ConnRequestBudget caps the same per connection. Default 16 MiB.
+	// ConnRequestBudget caps the same per connection. Default:
+	// RequestBudget.
 	ConnRequestBudget int64
 	// MaxGobMessage caps one gob message of the HTTP net/rpc path (the
 	// course skeleton's Get and Put, the admin RPCs), enforced before it
@@ -61,21 +68,27 @@ type Limits struct {
 	DigestEvery time.Duration
 }
 
-// DefaultLimits returns the limits a server runs with.
+// ReplicatedRequestBudget is a replicated server's default
+// Limits.RequestBudget: the standard load keeps about 100 MB of requests
+// in flight, all on one leader when it leads every shard, for as long as a
+// commit takes.
+const ReplicatedRequestBudget = 512 << 20
+
+// DefaultLimits returns the limits a server runs with (a replicated one:
+// see ReplicatedRequestBudget).
 func DefaultLimits() Limits {
 	return Limits{
-		MaxConns:          4096,
-		MaxConnsPerHost:   512,
-		IdleTimeout:       2 * time.Minute,
-		WriteTimeout:      10 * time.Second,
-		StallTimeout:      250 * time.Millisecond,
-		MaxInFlight:       256,
-		ReplyBudget:       64 << 20,
-		ConnReplyBudget:   16 << 20,
-		RequestBudget:     64 << 20,
-		ConnRequestBudget: 16 << 20,
-		MaxGobMessage:     4 << 20,
-		DigestEvery:       time.Second,
+		MaxConns:        4096,
+		MaxConnsPerHost: 512,
+		IdleTimeout:     2 * time.Minute,
+		WriteTimeout:    10 * time.Second,
+		StallTimeout:    250 * time.Millisecond,
+		MaxInFlight:     256,
+		ReplyBudget:     64 << 20,
+		ConnReplyBudget: 16 << 20,
+		RequestBudget:   64 << 20,
+		MaxGobMessage:   4 << 20,
+		DigestEvery:     time.Second,
 	}
 }
 
@@ -115,7 +128,7 @@ func (l Limits) withDefaults() (Limits, error) {
 		l.RequestBudget = d.RequestBudget
 	}
 	if l.ConnRequestBudget == 0 {
-		l.ConnRequestBudget = d.ConnRequestBudget
+		l.ConnRequestBudget = l.RequestBudget
 	}
 	return l, nil
 }
