@@ -188,6 +188,9 @@ func (c *Config) validate() error {
 	if c.Limits.RequestBudget == 0 {
 		c.Limits.RequestBudget = c.defaultRequestBudget()
 	}
+	if c.Limits.ConnRequestBudget == 0 && c.Replicated() {
+		c.Limits.ConnRequestBudget = c.Limits.RequestBudget
+	}
 	var err error
 	if c.Limits, err = c.Limits.withDefaults(); err != nil {
 		return err

@@ -56,8 +56,8 @@ type Limits struct {
 	// ReplicatedRequestBudget. With a MaxMemory, at most a quarter of the
 	// heap's share.
 	RequestBudget int64
-	// ConnRequestBudget caps the same per connection. Default:
-	// RequestBudget.
+	// ConnRequestBudget caps the same per connection. Default 16 MiB, and
+	// RequestBudget on a replicated server.
 	ConnRequestBudget int64
 	// MaxGobMessage caps one gob message of the HTTP net/rpc path (the
 	// course skeleton's Get and Put, the admin RPCs), enforced before it
@@ -78,17 +78,18 @@ const ReplicatedRequestBudget = 512 << 20
 // see ReplicatedRequestBudget).
 func DefaultLimits() Limits {
 	return Limits{
-		MaxConns:        4096,
-		MaxConnsPerHost: 512,
-		IdleTimeout:     2 * time.Minute,
-		WriteTimeout:    10 * time.Second,
-		StallTimeout:    250 * time.Millisecond,
-		MaxInFlight:     256,
-		ReplyBudget:     64 << 20,
-		ConnReplyBudget: 16 << 20,
-		RequestBudget:   64 << 20,
-		MaxGobMessage:   4 << 20,
-		DigestEvery:     time.Second,
+		MaxConns:          4096,
+		MaxConnsPerHost:   512,
+		IdleTimeout:       2 * time.Minute,
+		WriteTimeout:      10 * time.Second,
+		StallTimeout:      250 * time.Millisecond,
+		MaxInFlight:       256,
+		ReplyBudget:       64 << 20,
+		ConnReplyBudget:   16 << 20,
+		RequestBudget:     64 << 20,
+		ConnRequestBudget: 16 << 20,
+		MaxGobMessage:     4 << 20,
+		DigestEvery:       time.Second,
 	}
 }
 
@@ -128,7 +129,7 @@ func (l Limits) withDefaults() (Limits, error) {
 		l.RequestBudget = d.RequestBudget
 	}
 	if l.ConnRequestBudget == 0 {
-		l.ConnRequestBudget = l.RequestBudget
+		l.ConnRequestBudget = min(d.ConnRequestBudget, l.RequestBudget)
 	}
 	return l, nil
 }
