@@ -192,7 +192,7 @@ func (c *Config) validate() error {
 		c.Limits.ConnRequestBudget = c.Limits.RequestBudget
 	}
 	var err error
-	if c.Limits, err = c.Limits.withDefaults(); err != nil {
+	if c.Limits, err = c.Limits.WithDefaults(); err != nil {
 		return err
 	}
 	if c.Identity != nil && c.Identity.Role != auth.RoleNode {

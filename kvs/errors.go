@@ -15,8 +15,6 @@ var (
 	errNotInPeers = errors.New("kvs: Self is not among Peers")
 	// errNegativeTimeout: a timeout of the Config below zero.
 	errNegativeTimeout = errors.New("kvs: negative timeout")
-	// errNegativeLimit: a field of Config.Limits below zero.
-	errNegativeLimit = errors.New("kvs: negative limit")
 	// errMembershipRefused: the caller may not change the cluster's
 	// membership (its certificate is neither an admin's nor a node's).
 	errMembershipRefused = errors.New("kvs: " + wire.MembershipRefused)
