@@ -16,14 +16,16 @@ usage() {
     cat <<USAGE
 Usage: $0 [options]
 
-Runs, alternately and ROUNDS times each:
+Runs ROUNDS rounds, each of:
   (a) redis-server (persistence off, 127.0.0.1) holding OPS keys with
       128-byte values, and redis-benchmark -c 1 -P 1 -t set,get -d 128
       over them: one connection, one command at a time;
-  (b) one kvsserver (RF=1, memory only) and kvsclient -sync-ops OPS: one
-      goroutine, OPS puts then OPS gets of 128-byte values, first as
-      batches of one op (client Do), then through the client's Put and Get
-      (its auto-batcher).
+  (b) one kvsserver (RF=1, memory only) beside that Redis, and
+      kvsclient -sync-ops OPS -sync-redis: one goroutine, OPS puts then
+      OPS gets of 128-byte values, each op sent three ways in turn, op by
+      op: as a batch of one op (client Do), through the client's Put and
+      Get (its auto-batcher), and as one command to Redis from the same
+      Go program. Interleaved, the three see the same moment's noise.
 Prints each round's p50 and p99 and then the medians over the rounds with
 the ratios batchkv / Redis (below 1 is faster than Redis) and Get / Do.
 Installs Redis from Debian's packages if missing.
@@ -72,7 +74,8 @@ trap 'exit 130' INT TERM
 
 (cd "$ROOT" && go build -o bin/ ./cmd/kvsserver ./cmd/kvsclient)
 
-# redis_round ROUND: Redis's p50 and p99 of lone SETs and GETs.
+# redis_round ROUND: Redis's p50 and p99 of lone SETs and GETs under
+# redis-benchmark; Redis stays up for batchkv_round.
 redis_round() {
     local round=$1
     redis_start "$REDIS_PORT" "$OUT/redis-server-$round.log"
@@ -84,17 +87,17 @@ redis_round() {
     awk -F, -v r="$round" 'NR > 1 { gsub(/"/, ""); t = tolower($1);
         printf "%s,redis,%s,%.1f,%.1f\n", r, t, $5 * 1000, $7 * 1000 }' \
         "$OUT/redis-benchmark-$round.csv" | sed 's/,redis,set,/,redis,put,/' >> "$CSV"
-    procs_stop
 }
 
-# batchkv_round ROUND: kvsclient -sync-ops against one server.
+# batchkv_round ROUND: kvsclient -sync-ops against one server and the
+# Redis of redis_round, interleaved.
 batchkv_round() {
     local round=$1
     "$ROOT/bin/kvsserver" -host 127.0.0.1 -port "$PORT" > "$OUT/kvsserver-$round.log" 2>&1 &
     procs_add "$!"
     wait_port "$PORT"
-    "$ROOT/bin/kvsclient" -hosts "127.0.0.1:$PORT" -sync-ops "$OPS" -valueBytes 128 \
-        > "$OUT/kvsclient-$round.txt" 2>&1 || { tail -5 "$OUT/kvsclient-$round.txt" >&2; exit 1; }
+    "$ROOT/bin/kvsclient" -hosts "127.0.0.1:$PORT" -sync-ops "$OPS" -sync-redis "127.0.0.1:$REDIS_PORT" \
+        -valueBytes 128 > "$OUT/kvsclient-$round.txt" 2>&1 || { tail -5 "$OUT/kvsclient-$round.txt" >&2; exit 1; }
     # "sync put via Do n N p50 57.1µs p90 .. p99 80µs ..": Go durations.
     awk -v r="$round" '
         function us(d) {
@@ -103,16 +106,16 @@ batchkv_round() {
             if (d ~ /ms$/) return substr(d, 1, length(d) - 2) * 1000
             return substr(d, 1, length(d) - 1) * 1000000
         }
-        $1 == "sync" { name = ($4 == "Do") ? "batchkv" : "batchkv-auto"
+        $1 == "sync" { name = ($4 == "Do") ? "batchkv" : ($4 == "redis") ? "redis-go" : "batchkv-auto"
             printf "%s,%s,%s,%.1f,%.1f\n", r, name, $2, us($8), us($12) }' \
         "$OUT/kvsclient-$round.txt" >> "$CSV"
     procs_stop
 }
 
 for round in $(seq "$ROUNDS"); do
-    echo "round $round: redis"
+    echo "round $round: redis-benchmark"
     redis_round "$round"
-    echo "round $round: batchkv"
+    echo "round $round: kvsclient -sync-ops, interleaved with Redis"
     batchkv_round "$round"
 done
 
@@ -128,13 +131,16 @@ median() {
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "nan" }'; }
 
 {
-    echo "| op | Redis p50 / p99 (µs) | batchkv Do p50 / p99 | Put/Get p50 / p99 | Do / Redis p50, p99 | Put/Get / Redis p50, p99 | Put/Get / Do p50 |"
-    echo "|---|---|---|---|---|---|---|"
+    echo "redis-benchmark: Redis under redis-benchmark; interleaved: the same Go program sends each op to batchkv (Do, then Put/Get) and to Redis in turn"
+    echo
+    echo "| op | redis-benchmark p50 / p99 (µs) | Redis, interleaved | batchkv Do | Put/Get | Do / redis-benchmark p50, p99 | Do / Redis interleaved p50, p99 | Put/Get / Redis interleaved p50, p99 | Put/Get / Do p50 |"
+    echo "|---|---|---|---|---|---|---|---|---|"
     for op in get put; do
         r50=$(median redis "$op" 4); r99=$(median redis "$op" 5)
+        g50=$(median redis-go "$op" 4); g99=$(median redis-go "$op" 5)
         d50=$(median batchkv "$op" 4); d99=$(median batchkv "$op" 5)
         a50=$(median batchkv-auto "$op" 4); a99=$(median batchkv-auto "$op" 5)
-        echo "| $op | $r50 / $r99 | $d50 / $d99 | $a50 / $a99 | $(ratio "$d50" "$r50"), $(ratio "$d99" "$r99") | $(ratio "$a50" "$r50"), $(ratio "$a99" "$r99") | $(ratio "$a50" "$d50") |"
+        echo "| $op | $r50 / $r99 | $g50 / $g99 | $d50 / $d99 | $a50 / $a99 | $(ratio "$d50" "$r50"), $(ratio "$d99" "$r99") | $(ratio "$d50" "$g50"), $(ratio "$d99" "$g99") | $(ratio "$a50" "$g50"), $(ratio "$a99" "$g99") | $(ratio "$a50" "$d50") |"
     done
 } | tee "$OUT/latency.md"
 echo "medians over $ROUNDS rounds; written to $OUT/latency.md"

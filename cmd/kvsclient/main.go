@@ -76,6 +76,7 @@ type options struct {
 	vnodes     int
 	cpuprofile string
 	syncOps    int
+	syncRedis  string
 	tls        *tls.Config
 
 	stallConns, stallRequests, stallGets, stallValueBytes int
@@ -106,7 +107,8 @@ func parse(args []string) (*options, error) {
 	fs.IntVar(&o.conns, "conns", client.DefaultConnsPerServer, "TCP connections per server")
 	fs.IntVar(&o.vnodes, "vnodes", 0, fmt.Sprintf("virtual nodes per server; must match the servers' (0: %d)", ring.DefaultVirtualNodes))
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the measured load to this file")
-	fs.IntVar(&o.syncOps, "sync-ops", 0, "instead of the load: load this many keys, then time as many synchronous single puts over them, then as many gets, from one goroutine, as batches of one op (Do) and then through Put and Get; print their latency percentiles")
+	fs.IntVar(&o.syncOps, "sync-ops", 0, "instead of the load: load this many keys, then time as many synchronous single puts over them, then as many gets, from one goroutine, each op as a batch of one (Do) and through Put or Get in turn; print their latency percentiles")
+	fs.StringVar(&o.syncRedis, "sync-redis", "", "with -sync-ops: host:port of a Redis server that each op is also sent to, as one command, interleaved with the others")
 	fs.BoolVar(&o.check, "check", false, "check the run: -check-clients more goroutines work on -check-keys hot keys, every op recorded, and porcupine checks their history when the run ends")
 	fs.IntVar(&o.checkClients, "check-clients", 4, "with -check: goroutines on the hot keys, besides the -numClients of the load")
 	fs.IntVar(&o.checkKeys, "check-keys", 8, "with -check: hot keys")
@@ -193,7 +195,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		if !ok {
 			return errors.New("-sync-ops needs -protocol batchkv (for RESP, redis-benchmark -c 1 -P 1 measures lone commands)")
 		}
-		return syncLatency(ctx, lib, o.syncOps, strings.Repeat("v", o.valueBytes), stdout)
+		return syncLatency(ctx, lib, o.syncRedis, o.syncOps, strings.Repeat("v", o.valueBytes), stdout)
 	}
 	if o.preload {
 		start := time.Now()

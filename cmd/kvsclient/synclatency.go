@@ -11,66 +11,110 @@ import (
 	"github.com/batchkv/batchkv/wire"
 )
 
+// syncLeg is one way to send a lone op: through the client library as a
+// batch of one (Do), through its Put and Get, or as one RESP command to a
+// Redis server.
+type syncLeg struct {
+	via string // "Do", "Put" (Put and Get) or "redis"
+	do  func(ctx context.Context, op wire.Op) (wire.Result, error)
+}
+
 // syncLatency is the Raft seed's experiment: n synchronous single-op puts
 // from one goroutine, then n gets of the same keys, each waiting for the
-// previous to return, over keys it loads first, untimed. It runs them twice: as batches of one op (Do), and
-// through the client's Put and Get, whose auto-batcher must send a lone
-// op at once. It prints the latency percentiles of each.
-func syncLatency(ctx context.Context, cl *client.Client, n int, value string, stdout io.Writer) error {
+// previous to return, over keys it loads first, untimed.
+//
+// Each op goes every way (syncLeg) in turn, op by op, in an order that
+// rotates: the i-th put via Do, then via Put, then (with redisAddr) as a
+// SET to Redis, then the next put starting one leg later. This machine's
+// round trip moves by 2x within seconds, so legs timed one after the other
+// (all puts via Do, then all via Put) differ by the noise of their minute
+// more than by their code; interleaved, each pair of legs sees the same
+// noise and their ratio is the code's. It prints the latency percentiles
+// of each op and leg.
+func syncLatency(ctx context.Context, cl *client.Client, redisAddr string, n int, value string, stdout io.Writer) error {
+	legs := []syncLeg{
+		{"Do", func(ctx context.Context, op wire.Op) (wire.Result, error) { return doOne(ctx, cl, op) }},
+		{"Put", func(ctx context.Context, op wire.Op) (wire.Result, error) { return libOne(ctx, cl, op) }},
+	}
+	if redisAddr != "" {
+		rc := newRESPClient([]string{redisAddr}, nil)
+		defer rc.Close()
+		legs = append(legs, syncLeg{"redis", func(ctx context.Context, op wire.Op) (wire.Result, error) { return doOne(ctx, rc, op) }})
+	}
 	key := func(i int) string { return fmt.Sprintf("sync%08d", i) }
-	// The keys are loaded first, untimed, as benchmark-latency.sh loads
-	// Redis's: a timed put overwrites, and the first op dials no
+	// The keys are loaded first, untimed, into every store the legs
+	// reach: a timed put overwrites, and the first op dials no
 	// connection.
 	for from := 0; from < n; from += 1000 {
-		ops := make([]wire.Op, 0, 1000)
-		for i := from; i < min(n, from+1000); i++ {
-			ops = append(ops, wire.Op{Code: wire.OpPut, Key: key(i), Value: value})
-		}
-		if _, err := cl.Do(ctx, ops); err != nil {
-			return fmt.Errorf("loading the keys: %w", err)
+		for _, leg := range legs {
+			if leg.via == "Put" {
+				continue // the same store as Do's
+			}
+			for i := from; i < min(n, from+1000); i++ {
+				if _, err := leg.do(ctx, wire.Op{Code: wire.OpPut, Key: key(i), Value: value}); err != nil {
+					return fmt.Errorf("loading the keys via %s: %w", leg.via, err)
+				}
+			}
 		}
 	}
-	phases := []struct{ op, via string }{{"put", "Do"}, {"get", "Do"}, {"put", "Put"}, {"get", "Get"}}
-	for _, ph := range phases {
-		lat := make([]time.Duration, 0, n)
+	for _, code := range []wire.OpCode{wire.OpPut, wire.OpGet} {
+		lat := make([][]time.Duration, len(legs))
 		for i := range n {
-			start := time.Now()
-			got, err := syncOne(ctx, cl, ph.op, ph.via, key(i), value)
-			if err == nil && ph.op == "get" && got != value {
-				err = fmt.Errorf("got %d bytes, want the %d put", len(got), len(value))
+			op := wire.Op{Code: code, Key: key(i)}
+			if code == wire.OpPut {
+				op.Value = value
 			}
-			if err != nil {
-				return fmt.Errorf("sync %s via %s %s: %w", ph.op, ph.via, key(i), err)
+			for j := range legs {
+				leg := legs[(i+j)%len(legs)]
+				start := time.Now()
+				res, err := leg.do(ctx, op)
+				took := time.Since(start)
+				if err == nil && code == wire.OpGet && res.Value != value {
+					err = fmt.Errorf("got %d bytes, want the %d put", len(res.Value), len(value))
+				}
+				if err != nil {
+					return fmt.Errorf("sync %s via %s %s: %w", code, leg.via, op.Key, err)
+				}
+				lat[(i+j)%len(legs)] = append(lat[(i+j)%len(legs)], took)
 			}
-			lat = append(lat, time.Since(start))
 		}
-		slices.Sort(lat)
-		pct := func(p float64) time.Duration { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
-		fmt.Fprintf(stdout, "sync %s via %s n %d p50 %v p90 %v p99 %v p99.9 %v p99.99 %v max %v\n", ph.op, ph.via, n,
-			pct(0.50), pct(0.90), pct(0.99), pct(0.999), pct(0.9999), lat[len(lat)-1])
+		for j, leg := range legs {
+			l := lat[j]
+			slices.Sort(l)
+			pct := func(p float64) time.Duration { return l[min(len(l)-1, int(p*float64(len(l))))] }
+			fmt.Fprintf(stdout, "sync %s via %s n %d p50 %v p90 %v p99 %v p99.9 %v p99.99 %v max %v\n", syncOpName(code), leg.via, n,
+				pct(0.50), pct(0.90), pct(0.99), pct(0.999), pct(0.9999), l[len(l)-1])
+		}
 	}
 	return nil
 }
 
-// syncOne runs one op (put or get) via Do (a batch of one) or via the
-// client's Put or Get, and returns the value a get read.
-func syncOne(ctx context.Context, cl *client.Client, op, via, key, value string) (string, error) {
-	switch via {
-	case "Put":
-		return "", cl.Put(ctx, key, value)
-	case "Get":
-		return cl.Get(ctx, key)
+// syncOpName is "put" or "get", as benchmark-latency.sh reads them.
+func syncOpName(code wire.OpCode) string {
+	if code == wire.OpPut {
+		return "put"
 	}
-	o := wire.Op{Code: wire.OpGet, Key: key}
-	if op == "put" {
-		o = wire.Op{Code: wire.OpPut, Key: key, Value: value}
-	}
-	res, err := cl.Do(ctx, []wire.Op{o})
+	return "get"
+}
+
+// doOne sends op as a batch of one and returns its result, an error if
+// its status is not OK.
+func doOne(ctx context.Context, cl batchClient, op wire.Op) (wire.Result, error) {
+	res, err := cl.Do(ctx, []wire.Op{op})
 	if err != nil {
-		return "", err
+		return wire.Result{}, err
 	}
 	if res[0].Status != wire.StatusOK {
-		return "", fmt.Errorf("status %s", res[0].Status)
+		return wire.Result{}, fmt.Errorf("status %s", res[0].Status)
 	}
-	return res[0].Value, nil
+	return res[0], nil
+}
+
+// libOne sends op through the client's Put or Get.
+func libOne(ctx context.Context, cl *client.Client, op wire.Op) (wire.Result, error) {
+	if op.Code == wire.OpPut {
+		return wire.Result{Status: wire.StatusOK}, cl.Put(ctx, op.Key, op.Value)
+	}
+	v, err := cl.Get(ctx, op.Key)
+	return wire.Result{Status: wire.StatusOK, Value: v}, err
 }

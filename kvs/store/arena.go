@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/binary"
 	"fmt"
 	"hash/maphash"
 	"runtime"
@@ -18,8 +17,9 @@ import (
 // garbage collector neither scans the data nor lets the heap grow by its
 // size, and a lookup touches two places in memory: the slot, and the
 // record it points to, where the key and value sit together. A record
-// costs its key and value, a 10-byte header and 8 bytes of slot at a
-// table three-eighths to three-quarters full.
+// costs its key and value, a header of 3-5 bytes for keys under 128 bytes
+// and values under 16 KiB (records.go), and 8 bytes of slot at a table
+// three-eighths to three-quarters full.
 //
 // Each shard has a sync.RWMutex: reads of a shard share it, a write holds
 // it alone. A put whose value fits the old one's room overwrites it in
@@ -278,10 +278,9 @@ func (sh *arenaShard) put(key, value string, h uint64) {
 	if found {
 		ref := refOf(sh.slots[i])
 		rec := sh.rec.at(ref)
-		klen := int(binary.LittleEndian.Uint16(rec))
-		if room := int(binary.LittleEndian.Uint32(rec[2:])); len(value) <= room && !sh.arenaShared {
-			binary.LittleEndian.PutUint32(rec[6:], uint32(len(value)))
-			copy(rec[recHeader+klen:], value)
+		if h := readHead(rec); len(value) <= h.room && !sh.arenaShared {
+			h.setValueLen(rec, len(value))
+			copy(rec[h.n+h.klen:], value)
 			return
 		}
 		sh.garbage += sh.rec.size(ref)

@@ -33,3 +33,37 @@ func TestApplyBatchTagZeroOnEmptySlot(t *testing.T) {
 	s.ApplyBatch(ops[:1], res, &Values{Limit: 1 << 30})
 	require.Equal(t, []wire.Result{{Status: wire.StatusNotFound}}, res)
 }
+
+// TestRecordHeaderSizes: records keep their key, value and room across
+// every width of the header's fields (a uvarint's 1, 2 and 3 bytes; a
+// value length of 1, 2 and 4), an overwrite in place to a shorter and
+// back to a full value keeps the header's size, and the usual record (a
+// 7-byte key, a 128-byte value) has a 4-byte header.
+func TestRecordHeaderSizes(t *testing.T) {
+	require.Equal(t, 4, headerSize(7, 128))
+	r := newRecords(nil)
+	defer r.free()
+	for _, klen := range []int{1, 127, 128, 16383, 16384, maxArenaKey} {
+		for _, vlen := range []int{0, 1, 127, 128, 255, 256, 16383, 16384, 65535, 65536, 70000} {
+			key, value := string(make([]byte, klen)), string(make([]byte, vlen))
+			key = "k" + key[1:]
+			if vlen > 0 {
+				value = "v" + value[1:]
+			}
+			ref := r.add(key, value)
+			rec := r.at(ref)
+			h := readHead(rec)
+			require.Equal(t, head{klen: klen, room: vlen, vlen: vlen, vlenAt: h.vlenAt, n: headerSize(klen, vlen)}, h)
+			require.Equal(t, key, string(r.key(ref)))
+			require.Equal(t, value, string(r.value(ref)))
+			require.Equal(t, headerSize(klen, vlen)+klen+vlen, r.size(ref))
+			if vlen > 0 {
+				h.setValueLen(rec, vlen/2)
+				require.Equal(t, value[:vlen/2], string(r.value(ref)))
+				require.Equal(t, h.n+klen+vlen, r.size(ref), "the room stays")
+				h.setValueLen(rec, vlen)
+				require.Equal(t, value, string(r.value(ref)))
+			}
+		}
+	}
+}

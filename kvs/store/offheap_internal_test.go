@@ -24,7 +24,7 @@ func TestArenaMemoryStaysBoundedUnderChurn(t *testing.T) {
 	}
 	live := func() int64 { // bytes the live records need
 		n := int64(0)
-		s.Range(func(k string, v []byte) bool { n += int64(recHeader + len(k) + len(v)); return true })
+		s.Range(func(k string, v []byte) bool { n += int64(headerSize(len(k), len(v)) + len(k) + len(v)); return true })
 		return n
 	}
 	first := s.Bytes()

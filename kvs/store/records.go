@@ -9,8 +9,8 @@ import "encoding/binary"
 // never straddles two chunks, and never moves until the shard compacts.
 //
 // A record is found by its ref: its chunk's index << chunkBits | its offset
-// in the chunk. It is laid out as its header (key length u16, value room
-// u32, value length u32), the key, then the value with room bytes for it.
+// in the chunk. It is laid out as its header (see head), the key, then the
+// value with room bytes for it.
 //
 // A records is not safe for concurrent use; its shard's lock guards it.
 type records struct {
@@ -44,8 +44,81 @@ func (r *records) room(n int) {
 	r.acct.add(int64(size))
 }
 
-// Record header: key length u16, value room u32, value length u32.
-const recHeader = 2 + 4 + 4
+// head is a record's header, decoded. On the record it is the key's
+// length and the value's room as uvarints, then the value's length in as
+// few bytes as hold the room (lenWidth): an overwrite in place changes
+// only the length, so it never changes the header's size. A 7-byte key
+// with a 128-byte value has a 4-byte header; a fixed header of a u16 and
+// two u32s took 10, 6 bytes a key more (issue 35).
+type head struct {
+	klen, room, vlen int
+	vlenAt           int // offset of the value's length in the record
+	n                int // bytes of the header: the key starts here
+}
+
+// lenWidth returns the bytes of a value length of at most room.
+func lenWidth(room int) int {
+	switch {
+	case room <= 0xff:
+		return 1
+	case room <= 0xffff:
+		return 2
+	}
+	return 4
+}
+
+// headerSize returns the bytes of the header of a record with a key of
+// klen bytes and room bytes for its value.
+func headerSize(klen, room int) int {
+	return uvarintLen(klen) + uvarintLen(room) + lenWidth(room)
+}
+
+func uvarintLen(v int) int {
+	n := 1
+	for ; v >= 0x80; v >>= 7 {
+		n++
+	}
+	return n
+}
+
+// uvarint decodes a uvarint that the store wrote, so well formed.
+func uvarint(b []byte) (v, n int) {
+	if b[0] < 0x80 {
+		return int(b[0]), 1
+	}
+	u, n := binary.Uvarint(b)
+	return int(u), n
+}
+
+// readHead decodes the header at the start of rec.
+func readHead(rec []byte) head {
+	klen, n1 := uvarint(rec)
+	room, n2 := uvarint(rec[n1:])
+	h := head{klen: klen, room: room, vlenAt: n1 + n2}
+	switch w := lenWidth(room); w {
+	case 1:
+		h.vlen = int(rec[h.vlenAt])
+	case 2:
+		h.vlen = int(binary.LittleEndian.Uint16(rec[h.vlenAt:]))
+	default:
+		h.vlen = int(binary.LittleEndian.Uint32(rec[h.vlenAt:]))
+	}
+	h.n = h.vlenAt + lenWidth(room)
+	return h
+}
+
+// setValueLen writes vlen, at most the room, as the value's length of the
+// record rec whose header is h.
+func (h head) setValueLen(rec []byte, vlen int) {
+	switch lenWidth(h.room) {
+	case 1:
+		rec[h.vlenAt] = byte(vlen)
+	case 2:
+		binary.LittleEndian.PutUint16(rec[h.vlenAt:], uint16(vlen))
+	default:
+		binary.LittleEndian.PutUint32(rec[h.vlenAt:], uint32(vlen))
+	}
+}
 
 func newRecords(acct *Account) records { return records{cur: -1, acct: acct} }
 
@@ -64,28 +137,28 @@ func (r *records) at(ref uint64) []byte {
 // key returns the key of the record at ref, aliasing the chunk.
 func (r *records) key(ref uint64) []byte {
 	b := r.at(ref)
-	n := int(binary.LittleEndian.Uint16(b))
-	return b[recHeader : recHeader+n]
+	h := readHead(b)
+	return b[h.n : h.n+h.klen]
 }
 
 // value returns the value of the record at ref, aliasing the chunk.
 func (r *records) value(ref uint64) []byte {
 	b := r.at(ref)
-	klen := int(binary.LittleEndian.Uint16(b))
-	vlen := int(binary.LittleEndian.Uint32(b[6:]))
-	return b[recHeader+klen : recHeader+klen+vlen]
+	h := readHead(b)
+	return b[h.n+h.klen : h.n+h.klen+h.vlen]
 }
 
 // size returns the bytes the record at ref takes: header, key and room.
 func (r *records) size(ref uint64) int {
-	b := r.at(ref)
-	return recHeader + int(binary.LittleEndian.Uint16(b)) + int(binary.LittleEndian.Uint32(b[2:]))
+	h := readHead(r.at(ref))
+	return h.n + h.klen + h.room
 }
 
 // add appends a record of key and value, with room for exactly the value,
 // and returns its ref.
 func (r *records) add(key, value string) (ref uint64) {
-	n := recHeader + len(key) + len(value)
+	hn := headerSize(len(key), len(value))
+	n := hn + len(key) + len(value)
 	var b []byte
 	switch {
 	case n > chunkSize:
@@ -100,11 +173,11 @@ func (r *records) add(key, value string) (ref uint64) {
 		b = r.chunks[r.cur][r.fill : r.fill+n]
 		r.fill += n
 	}
-	binary.LittleEndian.PutUint16(b, uint16(len(key)))
-	binary.LittleEndian.PutUint32(b[2:], uint32(len(value)))
-	binary.LittleEndian.PutUint32(b[6:], uint32(len(value)))
-	copy(b[recHeader:], key)
-	copy(b[recHeader+len(key):], value)
+	at := binary.PutUvarint(b, uint64(len(key)))
+	at += binary.PutUvarint(b[at:], uint64(len(value)))
+	head{room: len(value), vlenAt: at}.setValueLen(b, len(value))
+	copy(b[hn:], key)
+	copy(b[hn+len(key):], value)
 	return ref
 }
 
