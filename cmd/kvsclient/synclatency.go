@@ -15,7 +15,7 @@ import (
 // batch of one (Do), through its Put and Get, or as one RESP command to a
 // Redis server.
 type syncLeg struct {
-	via string // "Do", "Put" (Put and Get) or "redis"
+	via string // "Do", "Put" (Put and Get; printed as Get for gets) or "redis"
 	do  func(ctx context.Context, op wire.Op) (wire.Result, error)
 }
 
@@ -82,7 +82,11 @@ func syncLatency(ctx context.Context, cl *client.Client, redisAddr string, n int
 			l := lat[j]
 			slices.Sort(l)
 			pct := func(p float64) time.Duration { return l[min(len(l)-1, int(p*float64(len(l))))] }
-			fmt.Fprintf(stdout, "sync %s via %s n %d p50 %v p90 %v p99 %v p99.9 %v p99.99 %v max %v\n", syncOpName(code), leg.via, n,
+			via := leg.via
+			if via == "Put" && code == wire.OpGet {
+				via = "Get"
+			}
+			fmt.Fprintf(stdout, "sync %s via %s n %d p50 %v p90 %v p99 %v p99.9 %v p99.99 %v max %v\n", syncOpName(code), via, n,
 				pct(0.50), pct(0.90), pct(0.99), pct(0.999), pct(0.9999), l[len(l)-1])
 		}
 	}

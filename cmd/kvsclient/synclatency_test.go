@@ -22,8 +22,8 @@ func TestSyncLatencyInterleavesLegs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	require.NoError(t, run(ctx, []string{"-hosts", addr, "-sync-ops", "300", "-sync-redis", addr, "-valueBytes", "64"}, &out))
-	for _, op := range []string{"put", "get"} {
-		for _, via := range []string{"Do", "Put", "redis"} {
+	for op, lib := range map[string]string{"put": "Put", "get": "Get"} {
+		for _, via := range []string{"Do", lib, "redis"} {
 			require.Regexp(t, regexp.MustCompile(`(?m)^sync `+op+` via `+via+` n 300 p50 \S+ p90 \S+ p99 \S+ p99.9 \S+ p99.99 \S+ max \S+$`), out.String())
 		}
 	}
