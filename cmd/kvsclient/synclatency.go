@@ -65,7 +65,8 @@ func syncLatency(ctx context.Context, cl *client.Client, redisAddr string, n int
 				op.Value = value
 			}
 			for j := range legs {
-				leg := legs[(i+j)%len(legs)]
+				k := (i + j) % len(legs)
+				leg := legs[k]
 				start := time.Now()
 				res, err := leg.do(ctx, op)
 				took := time.Since(start)
@@ -75,7 +76,7 @@ func syncLatency(ctx context.Context, cl *client.Client, redisAddr string, n int
 				if err != nil {
 					return fmt.Errorf("sync %s via %s %s: %w", code, leg.via, op.Key, err)
 				}
-				lat[(i+j)%len(legs)] = append(lat[(i+j)%len(legs)], took)
+				lat[k] = append(lat[k], took)
 			}
 		}
 		for j, leg := range legs {

@@ -100,7 +100,8 @@ func readHead(rec []byte) head {
 	klen, n1 := uvarint(rec)
 	room, n2 := uvarint(rec[n1:])
 	h := head{klen: klen, room: room, vlenAt: n1 + n2}
-	switch w := lenWidth(room); w {
+	h.n = h.vlenAt + lenWidth(room)
+	switch h.n - h.vlenAt {
 	case 1:
 		h.vlen = int(rec[h.vlenAt])
 	case 2:
@@ -108,14 +109,14 @@ func readHead(rec []byte) head {
 	default:
 		h.vlen = int(binary.LittleEndian.Uint32(rec[h.vlenAt:]))
 	}
-	h.n = h.vlenAt + lenWidth(room)
 	return h
 }
 
 // setValueLen writes vlen, at most the room, as the value's length of the
-// record rec whose header is h.
+// record rec whose header is h (its vlenAt and n: the length's width is
+// what lies between them).
 func (h head) setValueLen(rec []byte, vlen int) {
-	switch lenWidth(h.room) {
+	switch h.n - h.vlenAt {
 	case 1:
 		rec[h.vlenAt] = byte(vlen)
 	case 2:
@@ -180,7 +181,7 @@ func (r *records) add(key, value string) (ref uint64) {
 	}
 	at := binary.PutUvarint(b, uint64(len(key)))
 	at += binary.PutUvarint(b[at:], uint64(len(value)))
-	head{room: len(value), vlenAt: at}.setValueLen(b, len(value))
+	head{vlenAt: at, n: hn}.setValueLen(b, len(value))
 	copy(b[hn:], key)
 	copy(b[hn+len(key):], value)
 	return ref
