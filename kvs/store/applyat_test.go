@@ -27,7 +27,7 @@ func checkApplyAt(s store.Store, apply applyAtFunc, seed uint64) error {
 	rng := rand.New(rand.NewPCG(seed, seed))
 	for round := range 1500 {
 		keys := 1 + rng.IntN(2000)
-		ops := make([]wire.Op, 1+rng.IntN(200))
+		ops := make([]wire.Op, batchLen(rng, 200))
 		for i := range ops {
 			k := strconv.Itoa(rng.IntN(keys))
 			switch r := rng.IntN(10); {

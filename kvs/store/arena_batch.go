@@ -55,6 +55,10 @@ func (s *Arena) ApplyBatchAt(ops []wire.Op, at []int32, results []wire.Result, v
 	if at != nil {
 		n = len(at)
 	}
+	if n <= fewOps {
+		s.applyFew(ops, at, results, vals)
+		return
+	}
 	sc := batchScratchPool.Get().(*batchScratch)
 	defer batchScratchPool.Put(sc)
 	// hashes is indexed by op index, order holds op indexes.
@@ -116,6 +120,28 @@ func (s *Arena) ApplyBatchAt(ops []wire.Op, at []int32, results []wire.Result, v
 		}
 	}
 	s.sink.Store(uint32(sink))
+}
+
+// fewOps is the most ops ApplyBatchAt applies one by one, each under its
+// shard's lock: for a lone op, sorting by shard (which walks every shard)
+// costs more than it saves.
+const fewOps = 4
+
+// applyFew applies the ops at selects one by one, in order.
+func (s *Arena) applyFew(ops []wire.Op, at []int32, results []wire.Result, vals *Values) {
+	for i := range Selected(len(ops), at) {
+		h := maphash.String(s.seed, ops[i].Key)
+		shard := &s.shards[h>>(64-arenaShardBits)]
+		if ops[i].Code == wire.OpGet {
+			shard.mu.RLock()
+			shard.apply(&ops[i], &results[i], h, vals)
+			shard.mu.RUnlock()
+		} else {
+			shard.mu.Lock()
+			shard.apply(&ops[i], &results[i], h, vals)
+			shard.mu.Unlock()
+		}
+	}
 }
 
 // touch loads the home slot of each op and, where the slot's tag matches,
