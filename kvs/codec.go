@@ -45,6 +45,8 @@ type serverCodec struct {
 	next  uint64 // the codec's own sequence numbers; reader only
 	mu    sync.Mutex
 	calls map[uint64]*call // guarded by mu: by the codec's sequence number, until answered
+
+	writeBy time.Time // the write deadline last set; net/rpc's sending lock guards it
 }
 
 // inlineOps is the largest batch the goroutine that read it serves
@@ -164,8 +166,7 @@ func (c *serverCodec) WriteResponse(r *rpc.Response, x any) error {
 	if cl != nil {
 		r.Seq = cl.clientSeq
 	}
-	// One deadline for the whole reply, however many writes it takes.
-	_ = c.st.raw.SetWriteDeadline(time.Now().Add(c.s.limits.WriteTimeout))
+	c.armWriteDeadline()
 	err := c.ServerCodec.WriteResponse(r, x)
 	if err != nil {
 		// A reply not written within Limits.WriteTimeout, or a broken
@@ -181,6 +182,20 @@ func (c *serverCodec) WriteResponse(r *rpc.Response, x any) error {
 		<-c.slots
 	}
 	return err
+}
+
+// armWriteDeadline gives the reply about to be written one deadline,
+// however many writes it takes: at most Limits.WriteTimeout from now, and
+// at least 15/16 of it. The deadline an earlier reply set serves while it
+// is that far off, which spares most replies a runtime timer change.
+func (c *serverCodec) armWriteDeadline() {
+	timeout := c.s.limits.WriteTimeout
+	now := time.Now()
+	if c.writeBy.Sub(now) >= timeout-timeout/16 {
+		return
+	}
+	c.writeBy = now.Add(timeout)
+	_ = c.st.raw.SetWriteDeadline(c.writeBy)
 }
 
 func (c *serverCodec) bad(err error) {

@@ -179,16 +179,24 @@ func TestPipelinedRepliesStayWithinBudget(t *testing.T) {
 
 // TestWriteTimeoutCutsOffNonReader: a peer that does not read its
 // replies has its connection closed once a write has waited
-// Limits.WriteTimeout, and what it held is released.
+// Limits.WriteTimeout, and what it held is released; a peer that reads
+// keeps its connection for as long as it likes (each reply has a deadline
+// of its own, however old the connection).
 func TestWriteTimeoutCutsOffNonReader(t *testing.T) {
-	srv, addr := startServer(t, kvs.Config{Limits: kvs.Limits{WriteTimeout: 500 * time.Millisecond}})
-	cl, err := client.New(client.Config{Servers: []string{addr}})
+	const timeout = 500 * time.Millisecond
+	srv, addr := startServer(t, kvs.Config{Limits: kvs.Limits{WriteTimeout: timeout}})
+	cl, err := client.New(client.Config{Servers: []string{addr}, ConnsPerServer: 1})
 	require.NoError(t, err)
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, cl.Put(ctx, "big", strings.Repeat("x", 1<<20)))
 	before := srv.Conns()
+	for start := time.Now(); time.Since(start) < 3*timeout; time.Sleep(timeout / 8) {
+		_, err := cl.Do(ctx, []wire.Op{{Code: wire.OpGet, Key: "big"}})
+		require.NoError(t, err)
+	}
+	require.Equal(t, before, srv.Conns(), "a reading peer's connection was closed or replaced")
 	conn := pipelineBigReads(t, addr, "big", 4)
 	defer conn.Close()
 	require.Eventually(t, func() bool { return srv.Conns() == before }, 10*time.Second, 20*time.Millisecond,

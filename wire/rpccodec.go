@@ -56,6 +56,7 @@ type ServerCodec struct {
 	r            *bufio.Reader
 	w            *bufio.Writer
 	frameTimeout time.Duration
+	timed        bool // the frame being read has a read deadline
 
 	bodyLen int    // body bytes of the frame whose header was just read
 	out     []byte // reused frame buffer; write side only
@@ -78,7 +79,11 @@ func (c *ServerCodec) ReadRequestHeader(req *rpc.Request) error {
 	if _, err := c.r.Peek(1); err != nil {
 		return err
 	}
-	if c.frameTimeout > 0 {
+	// A frame already read whole cannot stall: only one still arriving
+	// gets the deadline (setting and clearing it costs two runtime timer
+	// changes per request).
+	c.timed = c.frameTimeout > 0 && !frameBuffered(c.r)
+	if c.timed {
 		if err := c.conn.SetReadDeadline(time.Now().Add(c.frameTimeout)); err != nil {
 			return err
 		}
@@ -129,9 +134,19 @@ func (c *ServerCodec) ReadRequestBody(x any) error {
 }
 
 func (c *ServerCodec) clearDeadline() {
-	if c.frameTimeout > 0 {
+	if c.timed {
 		_ = c.conn.SetReadDeadline(time.Time{})
+		c.timed = false
 	}
+}
+
+// frameBuffered reports whether r holds the whole of the next frame.
+func frameBuffered(r *bufio.Reader) bool {
+	if r.Buffered() < 4 {
+		return false
+	}
+	head, _ := r.Peek(4)
+	return uint64(binary.LittleEndian.Uint32(head))+4 <= uint64(r.Buffered())
 }
 
 // WriteResponse implements rpc.ServerCodec.

@@ -2,11 +2,15 @@ package wire
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/binary"
 	"io"
 	"net"
 	"net/rpc"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -161,4 +165,76 @@ func TestRepliesWrittenInPieces(t *testing.T) {
 	}
 	require.NoError(t, <-sent)
 	require.LessOrEqual(t, cap(sc.out), 2*(replyPiece+directValue), "the codec kept a buffer the size of a whole reply")
+}
+
+// requestFrame is a whole request frame of the binary protocol.
+func requestFrame(seq uint64, a *BatchArgs) []byte {
+	out := []byte{0, 0, 0, 0}
+	out = binary.LittleEndian.AppendUint64(out, seq)
+	out = append(out, methodBatchOp)
+	out = AppendBatchArgs(out, a)
+	binary.LittleEndian.PutUint32(out[:4], uint32(len(out)-4))
+	return out
+}
+
+// TestFrameTimeoutOnlyWhileAFrameArrives: a frame that arrived whole is
+// read without a deadline (none is needed: it cannot stall), the idle
+// wait for the next frame has none, and a frame that stops halfway
+// still fails at the frame timeout.
+func TestFrameTimeoutOnlyWhileAFrameArrives(t *testing.T) {
+	cconn, sconn := tcpPair(t)
+	const timeout = 200 * time.Millisecond
+	sc := NewServerCodec(sconn, nil, timeout)
+	read := func() (BatchArgs, error) {
+		var req rpc.Request
+		var a BatchArgs
+		if err := sc.ReadRequestHeader(&req); err != nil {
+			return a, err
+		}
+		return a, sc.ReadRequestBody(&a)
+	}
+	args := &BatchArgs{Ops: []Op{{Code: OpPut, Key: "k", Value: strings.Repeat("v", 100)}}}
+	frame := requestFrame(1, args)
+
+	_, err := cconn.Write(frame)
+	require.NoError(t, err)
+	got, err := read()
+	require.NoError(t, err)
+	require.Equal(t, *args, got)
+	require.False(t, sc.timed, "a frame read whole from the buffer left a deadline set")
+
+	// Idle for longer than the frame timeout, then a frame in two parts
+	// within it: no deadline may be left over from the first frame.
+	go func() {
+		time.Sleep(2 * timeout)
+		_, _ = cconn.Write(frame[:7])
+		time.Sleep(timeout / 4)
+		_, _ = cconn.Write(frame[7:])
+	}()
+	got, err = read()
+	require.NoError(t, err)
+	require.Equal(t, *args, got)
+
+	// Half a frame and then nothing: the read fails at the frame timeout.
+	_, err = cconn.Write(frame[:len(frame)/2])
+	require.NoError(t, err)
+	start := time.Now()
+	stop := time.AfterFunc(10*timeout, func() { _ = sconn.Close() }) // a read with no deadline ends too
+	defer stop.Stop()
+	_, err = read()
+	require.Error(t, err)
+	var ne net.Error
+	require.ErrorAs(t, err, &ne)
+	require.True(t, ne.Timeout(), "%v", err)
+	require.Less(t, time.Since(start), 10*timeout)
+}
+
+func TestFrameBuffered(t *testing.T) {
+	frame := requestFrame(7, &BatchArgs{Ops: []Op{{Code: OpGet, Key: "key"}}})
+	for n := 0; n <= len(frame)+3; n++ {
+		in := append(slices.Clip(frame[:min(n, len(frame))]), make([]byte, max(0, n-len(frame)))...)
+		r := bufio.NewReader(bytes.NewReader(in))
+		_, _ = r.Peek(len(in))
+		require.Equal(t, n >= len(frame), frameBuffered(r), "%d of a %d-byte frame buffered", n, len(frame))
+	}
 }

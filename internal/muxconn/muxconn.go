@@ -140,14 +140,16 @@ func (c *Conn) wakeOneLocked() {
 // waits for one to begin (then it returns ctx.Err()), or the connection
 // fails. It holds the reading, and gives it up before it returns.
 func (c *Conn) readUntil(ctx context.Context, pc *pendingCall) error {
-	stop := context.AfterFunc(ctx, func() {
-		c.mu.Lock()
-		if c.awaiting {
-			_ = c.raw.SetReadDeadline(time.Unix(1, 0)) // wakes the wait now
-		}
-		c.mu.Unlock()
-	})
-	defer stop()
+	if ctx.Done() != nil { // a context that can end (not Background's)
+		stop := context.AfterFunc(ctx, func() {
+			c.mu.Lock()
+			if c.awaiting {
+				_ = c.raw.SetReadDeadline(time.Unix(1, 0)) // wakes the wait now
+			}
+			c.mu.Unlock()
+		})
+		defer stop()
+	}
 	for {
 		c.mu.Lock()
 		if ctx.Err() != nil { // between replies: the stream is in step
