@@ -46,6 +46,8 @@ type Client struct {
 	ring     *ring.Ring
 	members  atomic.Pointer[members]
 	batchers []*batcher // by server, or by shard when replicated
+	// BatchTimeout and AttemptTimeout, without a timer per call.
+	batchTimeout, attemptTimeout coarseTimeout
 
 	// Replicated clusters only (nil otherwise).
 	layout   *shard.Layout
@@ -72,6 +74,7 @@ func New(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("client: %w", err)
 	}
 	c := &Client{cfg: cfg, ring: r}
+	c.batchTimeout.d, c.attemptTimeout.d = cfg.BatchTimeout, cfg.AttemptTimeout
 	ms := &members{index: map[string]int{}}
 	for _, addr := range cfg.Servers {
 		ms = ms.with(addr, newServerConn(addr, &c.cfg, &c.traffic))
@@ -138,6 +141,8 @@ func (c *Client) Close() error {
 	for _, s := range c.members.Load().conns {
 		s.close()
 	}
+	c.batchTimeout.stop()
+	c.attemptTimeout.stop()
 	return nil
 }
 

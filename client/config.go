@@ -67,6 +67,9 @@ type Config struct {
 	MaxInFlight int
 	// BatchTimeout bounds one auto-batched RPC, whose ops may come from
 	// callers with different contexts. Default DefaultBatchTimeout (10s).
+	// Like AttemptTimeout, it is kept to within a sixteenth: an RPC is
+	// given up between 15/16 of it and all of it after it starts, so that
+	// calls can share one timer.
 	BatchTimeout time.Duration
 	// FailureThreshold is the number of consecutive failed calls (cannot
 	// connect, connection broken, no reply before the caller's deadline)

@@ -127,3 +127,43 @@ func TestHungServerMarkedUnhealthy(t *testing.T) {
 	require.Less(t, time.Since(start), 50*time.Millisecond)
 	require.Greater(t, cl.Health()[0].RetryIn, 50*time.Second)
 }
+
+// TestLoneGetBoundedByBatchTimeout: a Get with a context that never ends,
+// to a server that never answers, fails after about Config.BatchTimeout
+// (which the client bounds without a timer of its own per call).
+func TestLoneGetBoundedByBatchTimeout(t *testing.T) {
+	ln := listen(t, "127.0.0.1:0")
+	defer ln.Close()
+	accepted := make(chan net.Conn, 16)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+			go func() { _, _ = io.Copy(io.Discard, c); _ = c.Close() }()
+		}
+	}()
+	const timeout = 400 * time.Millisecond
+	cl, err := client.New(client.Config{Servers: []string{ln.Addr().String()}, BatchTimeout: timeout})
+	require.NoError(t, err)
+	defer cl.Close()
+	for range 2 {
+		start := time.Now()
+		done := make(chan error, 1)
+		go func() { _, err := cl.Get(context.Background(), "k"); done <- err }()
+		select {
+		case err := <-done:
+			require.ErrorIs(t, err, client.ErrUnavailable)
+			took := time.Since(start)
+			require.GreaterOrEqual(t, took, timeout-timeout/16)
+			require.Less(t, took, 3*timeout)
+		case <-time.After(10 * timeout):
+			for len(accepted) > 0 { // so that the Get and Close end
+				_ = (<-accepted).Close()
+			}
+			t.Fatalf("a Get to a silent server still waits after %v; BatchTimeout %v", 10*timeout, timeout)
+		}
+	}
+}
