@@ -15,8 +15,8 @@ import (
 // another thread per op (the runtime wakes its network poller when a new
 // timer is the earliest), 13 µs on a 50 µs round trip on the 2-core VM.
 type coarseTimeout struct {
-	d   time.Duration
-	mu  sync.Mutex
+	d      time.Duration
+	mu     sync.Mutex
 	cur    coarseCtx          // guarded by mu
 	end    time.Time          // guarded by mu: cur's deadline
 	cancel context.CancelFunc // guarded by mu: cur's, called only by stop
