@@ -8,11 +8,20 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// inner is the context a coarseTimeout's context wraps, to compare.
+func inner(ctx context.Context) context.Context {
+	if cc, ok := ctx.(*coarseCtx); ok {
+		return cc.Context
+	}
+	return ctx
+}
+
 // TestCoarseTimeout: a context that cannot end gets the shared one, which
 // ends between 15/16 of d and d from now and is shared until it is nearer
-// than that; an earlier deadline of the caller's is kept; a caller's
-// context that can be canceled still ends the call; and a shared context
-// passed back in gets the shared context of a shorter timeout alone.
+// than that; an earlier deadline of the caller's is kept; calls under one
+// caller's context that can be canceled share one too, which the caller's
+// cancel ends; and a shared context passed back in is bounded by a
+// shorter timeout as its caller's context would be.
 func TestCoarseTimeout(t *testing.T) {
 	const d = 800 * time.Millisecond
 	ct := &coarseTimeout{d: d}
@@ -30,11 +39,11 @@ func TestCoarseTimeout(t *testing.T) {
 	cancel()
 	inBounds(a, start)
 	b, _ := ct.within(context.Background())
-	require.Equal(t, a, b, "a second call at once did not share the context")
+	require.Equal(t, inner(a), inner(b), "a second call at once did not share the context")
 	time.Sleep(d / 8)
 	start = time.Now()
 	c, _ := ct.within(context.Background())
-	require.NotEqual(t, a, c, "a context nearer than 15/16 of d was shared")
+	require.NotEqual(t, inner(a), inner(c), "a context nearer than 15/16 of d was shared")
 	inBounds(c, start)
 	require.NoError(t, a.Err(), "an earlier shared context ended before its deadline")
 
@@ -45,18 +54,51 @@ func TestCoarseTimeout(t *testing.T) {
 
 	parent, cancelParent := context.WithCancel(context.Background())
 	start = time.Now()
-	got, cancelGot := ct.within(parent)
-	defer cancelGot()
-	inBounds(got, start)
+	p1, _ := ct.within(parent)
+	p2, _ := ct.within(parent)
+	inBounds(p1, start)
+	require.Equal(t, inner(p1), inner(p2), "calls under one caller's context did not share")
+	require.NotEqual(t, inner(c), inner(p1), "a caller's context that can end shared one that cannot")
+	other, cancelOther := context.WithCancel(context.Background())
+	defer cancelOther()
+	o, _ := ct.within(other)
+	require.NotEqual(t, inner(p1), inner(o), "two callers' contexts shared one")
 	cancelParent()
-	require.ErrorIs(t, got.Err(), context.Canceled, "the caller's cancel did not reach the call")
+	require.ErrorIs(t, p1.Err(), context.Canceled, "the caller's cancel did not reach the call")
+	require.NoError(t, o.Err(), "one caller's cancel ended another's calls")
 
 	shorter := &coarseTimeout{d: d / 2}
 	defer shorter.stop()
-	got, _ = shorter.within(c)
-	want, _ := shorter.within(context.Background())
-	require.Equal(t, want, got, "a shared context of a longer timeout did not give way to the shorter's")
+	got, _ = shorter.within(o)
+	want, _ := shorter.within(other)
+	require.Equal(t, inner(want), inner(got), "a shared context of a longer timeout was not bounded as its caller's")
+	cancelOther()
+	require.ErrorIs(t, got.Err(), context.Canceled, "the caller's cancel did not reach the shorter bound")
 
 	time.Sleep(d)
 	require.ErrorIs(t, a.Err(), context.DeadlineExceeded, "the shared context did not end at its deadline")
+}
+
+// TestCoarseTimeoutReleases: a shared context no longer handed out is
+// canceled once the last call holding it is done, and not before, so
+// that calls under ever new contexts do not leave a timer each behind.
+func TestCoarseTimeoutReleases(t *testing.T) {
+	ct := &coarseTimeout{d: time.Minute}
+	defer ct.stop()
+	p1, cancel1 := context.WithCancel(context.Background())
+	defer cancel1()
+	p2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	a, doneA := ct.within(p1)
+	b, doneB := ct.within(p1)
+	c, doneC := ct.within(p2) // p1's is no longer handed out
+	doneA()
+	require.NoError(t, b.Err(), "canceled while a call still held it")
+	doneB()
+	require.ErrorIs(t, a.Err(), context.Canceled, "not canceled once its last call was done")
+	doneC()
+	require.NoError(t, c.Err(), "the context handed out was canceled when its call was done")
+	d, doneD := ct.within(p2)
+	require.Equal(t, inner(c), inner(d))
+	doneD()
 }
