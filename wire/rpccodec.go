@@ -140,13 +140,16 @@ func (c *ServerCodec) clearDeadline() {
 	}
 }
 
-// frameBuffered reports whether r holds the whole of the next frame.
+// frameBuffered reports whether r holds the whole of the next frame: its
+// length, its header (even when the length claims less: that frame is
+// refused once its header is read), and its body.
 func frameBuffered(r *bufio.Reader) bool {
 	if r.Buffered() < 4 {
 		return false
 	}
 	head, _ := r.Peek(4)
-	return uint64(binary.LittleEndian.Uint32(head))+4 <= uint64(r.Buffered())
+	n := max(uint64(binary.LittleEndian.Uint32(head)), reqHeaderBytes)
+	return 4+n <= uint64(r.Buffered())
 }
 
 // WriteResponse implements rpc.ServerCodec.

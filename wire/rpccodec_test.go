@@ -229,12 +229,22 @@ func TestFrameTimeoutOnlyWhileAFrameArrives(t *testing.T) {
 	require.Less(t, time.Since(start), 10*timeout)
 }
 
+// TestFrameBuffered: a frame counts as buffered only once all of it is,
+// and a frame whose length claims less than its header only once its
+// header is (a short frame's header is still read whole).
 func TestFrameBuffered(t *testing.T) {
 	frame := requestFrame(7, &BatchArgs{Ops: []Op{{Code: OpGet, Key: "key"}}})
-	for n := 0; n <= len(frame)+3; n++ {
-		in := append(slices.Clip(frame[:min(n, len(frame))]), make([]byte, max(0, n-len(frame)))...)
-		r := bufio.NewReader(bytes.NewReader(in))
-		_, _ = r.Peek(len(in))
-		require.Equal(t, n >= len(frame), frameBuffered(r), "%d of a %d-byte frame buffered", n, len(frame))
+	short := []byte{2, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9} // length 2, then 9 bytes
+	for _, tc := range []struct {
+		name  string
+		frame []byte
+		whole int // bytes buffered from which the frame counts as buffered
+	}{{"frame", frame, len(frame)}, {"short frame", short, 4 + reqHeaderBytes}} {
+		for n := 0; n <= len(tc.frame)+3; n++ {
+			in := append(slices.Clip(tc.frame[:min(n, len(tc.frame))]), make([]byte, max(0, n-len(tc.frame)))...)
+			r := bufio.NewReader(bytes.NewReader(in))
+			_, _ = r.Peek(len(in))
+			require.Equal(t, n >= tc.whole, frameBuffered(r), "%s: %d of %d bytes buffered", tc.name, n, len(tc.frame))
+		}
 	}
 }
