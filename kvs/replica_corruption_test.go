@@ -17,8 +17,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/batchkv/batchkv/internal/bugswitch"
 	"github.com/batchkv/batchkv/client"
+	"github.com/batchkv/batchkv/internal/bugswitch"
 	"github.com/batchkv/batchkv/internal/clustertest"
 	"github.com/batchkv/batchkv/kvs"
 	"github.com/batchkv/batchkv/kvs/replica"
