@@ -122,7 +122,7 @@ func (b *batcher) send(parent context.Context, ops []wire.Op, waits []chan outco
 	defer b.c.wg.Done()
 	b.inflight <- struct{}{}
 	defer func() { <-b.inflight }()
-	ctx, cancel := b.c.batchTimeout.within(parent)
+	ctx, cancel := b.c.batchTimeout.Within(parent)
 	defer cancel()
 	results := make([]wire.Result, len(ops))
 	err := b.c.sendTo(ctx, b.server, ops, results)

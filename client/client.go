@@ -32,6 +32,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/batchkv/batchkv/internal/coarsetimeout"
 	"github.com/batchkv/batchkv/ring"
 	"github.com/batchkv/batchkv/shard"
 	"github.com/batchkv/batchkv/wire"
@@ -47,7 +48,7 @@ type Client struct {
 	members  atomic.Pointer[members]
 	batchers []*batcher // by server, or by shard when replicated
 	// BatchTimeout and AttemptTimeout, without a timer per call.
-	batchTimeout, attemptTimeout coarseTimeout
+	batchTimeout, attemptTimeout *coarsetimeout.Timeout
 
 	// Replicated clusters only (nil otherwise).
 	layout   *shard.Layout
@@ -74,7 +75,7 @@ func New(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("client: %w", err)
 	}
 	c := &Client{cfg: cfg, ring: r}
-	c.batchTimeout.d, c.attemptTimeout.d = cfg.BatchTimeout, cfg.AttemptTimeout
+	c.batchTimeout, c.attemptTimeout = coarsetimeout.New(cfg.BatchTimeout), coarsetimeout.New(cfg.AttemptTimeout)
 	ms := &members{index: map[string]int{}}
 	for _, addr := range cfg.Servers {
 		ms = ms.with(addr, newServerConn(addr, &c.cfg, &c.traffic))
@@ -141,8 +142,6 @@ func (c *Client) Close() error {
 	for _, s := range c.members.Load().conns {
 		s.close()
 	}
-	c.batchTimeout.stop()
-	c.attemptTimeout.stop()
 	return nil
 }
 

@@ -66,10 +66,8 @@ type Config struct {
 	// DefaultMaxInFlight (8).
 	MaxInFlight int
 	// BatchTimeout bounds one auto-batched RPC, whose ops may come from
-	// callers with different contexts. Default DefaultBatchTimeout (10s).
-	// Like AttemptTimeout, it is kept to within a sixteenth: an RPC is
-	// given up between 15/16 of it and all of it after it starts, so that
-	// calls can share one timer.
+	// callers with different contexts, as AttemptTimeout bounds an attempt
+	// (to within a sixteenth). Default DefaultBatchTimeout (10s).
 	BatchTimeout time.Duration
 	// FailureThreshold is the number of consecutive failed calls (cannot
 	// connect, connection broken, no reply before the caller's deadline)
@@ -98,7 +96,8 @@ type Config struct {
 	Map *wire.ClusterMap
 	// AttemptTimeout bounds one attempt of a replicated batch, so that a
 	// leader that went silent (partitioned, paused) is given up and the
-	// next replica tried. Default DefaultAttemptTimeout (5s).
+	// next replica tried. Default DefaultAttemptTimeout (5s). An attempt
+	// ends between 15/16 of it and all of it: attempts share timers.
 	AttemptTimeout time.Duration
 
 	// TLS, when set, makes every connection TLS with this configuration

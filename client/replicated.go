@@ -104,7 +104,7 @@ func (c *Client) sendShard(ctx context.Context, shard int, ops []wire.Op, result
 		srv := c.leaderOf(shard)
 		ms := c.members.Load()
 		var reply wire.BatchReply
-		actx, cancel := c.attemptTimeout.within(ctx)
+		actx, cancel := c.attemptTimeout.Within(ctx)
 		err := ms.conns[srv].call(actx, &args, &reply)
 		cancel()
 		redirected := false

@@ -46,7 +46,7 @@ type serverCodec struct {
 	mu    sync.Mutex
 	calls map[uint64]*call // guarded by mu: by the codec's sequence number, until answered
 
-	writeBy time.Time // the write deadline last set; net/rpc's sending lock guards it
+	writeBy time.Time // the write deadline last set; rpcserve's writing lock guards it
 }
 
 // inlineOps is the largest batch the goroutine that read it serves

@@ -185,12 +185,14 @@ func TestFrameTimeoutOnlyWhileAFrameArrives(t *testing.T) {
 	cconn, sconn := tcpPair(t)
 	const timeout = 200 * time.Millisecond
 	sc := NewServerCodec(sconn, nil, timeout)
+	var timed bool // whether the last frame read had a deadline set
 	read := func() (BatchArgs, error) {
 		var req rpc.Request
 		var a BatchArgs
 		if err := sc.ReadRequestHeader(&req); err != nil {
 			return a, err
 		}
+		timed = sc.timed
 		return a, sc.ReadRequestBody(&a)
 	}
 	args := &BatchArgs{Ops: []Op{{Code: OpPut, Key: "k", Value: strings.Repeat("v", 100)}}}
@@ -201,7 +203,7 @@ func TestFrameTimeoutOnlyWhileAFrameArrives(t *testing.T) {
 	got, err := read()
 	require.NoError(t, err)
 	require.Equal(t, *args, got)
-	require.False(t, sc.timed, "a frame read whole from the buffer left a deadline set")
+	require.False(t, timed, "a frame read whole from the buffer got a deadline")
 
 	// Idle for longer than the frame timeout, then a frame in two parts
 	// within it: no deadline may be left over from the first frame.
@@ -214,6 +216,8 @@ func TestFrameTimeoutOnlyWhileAFrameArrives(t *testing.T) {
 	got, err = read()
 	require.NoError(t, err)
 	require.Equal(t, *args, got)
+	require.True(t, timed, "a frame that arrived in parts got no deadline")
+	require.False(t, sc.timed, "the deadline was not cleared once the frame was read")
 
 	// Half a frame and then nothing: the read fails at the frame timeout.
 	_, err = cconn.Write(frame[:len(frame)/2])

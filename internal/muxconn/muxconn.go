@@ -36,7 +36,7 @@ type Conn struct {
 	seq      uint64                  // guarded by mu
 	pending  map[uint64]*pendingCall // guarded by mu: sent and not yet answered
 	reading  bool                    // guarded by mu: a caller is reading replies
-	awaiting bool                    // guarded by mu: the reader waits for a reply's first byte
+	awaiting *pendingCall            // guarded by mu: the call whose reader waits for a reply's first byte
 	broken   error                   // guarded by mu: set once the connection fails
 }
 
@@ -143,7 +143,9 @@ func (c *Conn) readUntil(ctx context.Context, pc *pendingCall) error {
 	if ctx.Done() != nil { // a context that can end (not Background's)
 		stop := context.AfterFunc(ctx, func() {
 			c.mu.Lock()
-			if c.awaiting {
+			// Only this call's wait: a callback that ran late, after the
+			// reading passed to another call, must leave that one alone.
+			if c.awaiting == pc {
 				_ = c.raw.SetReadDeadline(time.Unix(1, 0)) // wakes the wait now
 			}
 			c.mu.Unlock()
@@ -157,11 +159,11 @@ func (c *Conn) readUntil(ctx context.Context, pc *pendingCall) error {
 			c.leaveReading()
 			return ctx.Err()
 		}
-		c.awaiting = true
+		c.awaiting = pc
 		c.mu.Unlock()
 		err := c.codec.Await()
 		c.mu.Lock()
-		c.awaiting = false
+		c.awaiting = nil
 		c.mu.Unlock()
 		if ctx.Err() != nil {
 			// The deadline may have been set: clear it; a reply that has

@@ -124,7 +124,8 @@ func (s *Arena) ApplyBatchAt(ops []wire.Op, at []int32, results []wire.Result, v
 
 // fewOps is the most ops ApplyBatchAt applies one by one, each under its
 // shard's lock: for a lone op, sorting by shard (which walks every shard)
-// costs more than it saves.
+// costs more than it saves. As in the sorted path, a batch's ops apply in
+// order but not as one: another batch's may come between two of them.
 const fewOps = 4
 
 // applyFew applies the ops at selects one by one, in order.
