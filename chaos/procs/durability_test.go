@@ -64,6 +64,10 @@ func killEveryServer(t *testing.T, args []string, between func(c *Servers)) (los
 	for i := range c.Addrs {
 		require.NoError(t, c.Start(i))
 	}
+	// A server answers once it is up, its replicas maybe still opening
+	// (one was missing from the count once under go test ./...).
+	require.Eventually(t, func() bool { return c.CountReplicas(func(wire.ShardStatus) bool { return true }) == 9 },
+		20*time.Second, 50*time.Millisecond, "every replica opens again")
 	restored = c.CountReplicas(func(s wire.ShardStatus) bool { return s.Restores > 0 })
 	after, err := client.New(client.Config{Servers: c.Addrs, Shards: 3, RF: 3})
 	require.NoError(t, err)
