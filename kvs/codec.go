@@ -9,6 +9,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/batchkv/batchkv/internal/coarsetimeout"
 	"github.com/batchkv/batchkv/internal/rpcserve"
 	"github.com/batchkv/batchkv/kvs/backend"
 	"github.com/batchkv/batchkv/wire"
@@ -191,7 +192,7 @@ func (c *serverCodec) WriteResponse(r *rpc.Response, x any) error {
 func (c *serverCodec) armWriteDeadline() {
 	timeout := c.s.limits.WriteTimeout
 	now := time.Now()
-	if c.writeBy.Sub(now) >= timeout-timeout/16 {
+	if coarsetimeout.Fresh(c.writeBy, now, timeout) {
 		return
 	}
 	c.writeBy = now.Add(timeout)

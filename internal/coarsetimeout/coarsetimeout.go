@@ -111,7 +111,14 @@ func isShared(ctx context.Context) bool {
 // fresh reports whether c's deadline is at least 15/16 of d after now.
 func (t *Timeout) fresh(c *shared, now time.Time) bool {
 	dl, _ := c.Deadline()
-	return dl.Sub(now) >= t.d-t.d/16
+	return Fresh(dl, now, t.d)
+}
+
+// Fresh reports whether a deadline set for a timeout d can serve one that
+// begins now: it is at least 15/16 of d away. Deadlines shared this way
+// end between 15/16 of d and d after each use begins.
+func Fresh(deadline, now time.Time, d time.Duration) bool {
+	return deadline.Sub(now) >= d-d/16
 }
 
 // unhand stops handing c out, and cancels it if no call holds it.
