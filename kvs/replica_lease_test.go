@@ -30,8 +30,8 @@ func leaseTiming() replica.Timing {
 // leaseScenario cuts the leader x of a shard off from its peers right
 // after a write through it, waits for another leader, writes a new value
 // through that one, then reads the key from x directly, again and again
-// for a second. It returns the history and how many of x's reads were
-// answered.
+// for a second, and stops the cluster. It returns the history and how
+// many of x's reads were answered.
 func leaseScenario(t *testing.T, opt clustertest.Option) ([]porcupine.Operation, int) {
 	c := newReplCluster(t, 3, 3, 1, clustertest.WithTiming(leaseTiming()), opt)
 	layout, err := shard.New(c.Addrs(), 1, 3, 0)
@@ -65,6 +65,9 @@ func leaseScenario(t *testing.T, opt clustertest.Option) ([]porcupine.Operation,
 			answered++
 		}
 	}
+	for i := range c.Addrs() {
+		c.Stop(i)
+	}
 	return h.Ops(), answered
 }
 
@@ -85,9 +88,20 @@ func TestReplicatedLeaseReadsStayLinearizable(t *testing.T) {
 		t.Logf("reads the cut-off leader answered: %d", answered)
 	})
 	t.Run("planted too long", func(t *testing.T) {
-		ops, answered := leaseScenario(t, plantLease(5*time.Second))
-		require.Positive(t, answered, "the cut-off leader answered reads")
-		require.Equal(t, porcupine.Illegal, check(t, ops))
+		// The window closes when the cut-off leader's Raft gives up
+		// leading, 2 s after it lost its peers. On a loaded machine the
+		// election and the write through the new leader can take that
+		// long; such a try proves nothing either way, and is made again.
+		for try := 1; ; try++ {
+			ops, answered := leaseScenario(t, plantLease(5*time.Second))
+			if answered == 0 && try < 3 {
+				t.Logf("try %d: the cut-off leader stopped leading before the reads; again", try)
+				continue
+			}
+			require.Positive(t, answered, "the cut-off leader answered no read in %d tries", try)
+			require.Equal(t, porcupine.Illegal, check(t, ops))
+			return
+		}
 	})
 }
 
