@@ -40,34 +40,48 @@ func cpuTime(t *testing.T, pid int) time.Duration {
 	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
 }
 
-// share measures the CPU share pid gets over d.
-func share(t *testing.T, pid int, d time.Duration) float64 {
+// shares measures the CPU shares two processes get over the same d.
+func shares(t *testing.T, a, b int, d time.Duration) (float64, float64) {
 	t.Helper()
-	before := cpuTime(t, pid)
+	beforeA, beforeB := cpuTime(t, a), cpuTime(t, b)
 	time.Sleep(d)
-	return float64(cpuTime(t, pid)-before) / float64(d)
+	return float64(cpuTime(t, a)-beforeA) / float64(d), float64(cpuTime(t, b)-beforeB) / float64(d)
+}
+
+// sharesWithRoom measures like shares, again (up to 5 windows) while the
+// reference b gets under a third of a CPU: the rest of the machine (the
+// test suite's other packages) left too little to compare with.
+func sharesWithRoom(t *testing.T, a, b int, d time.Duration) (float64, float64) {
+	t.Helper()
+	for try := 1; ; try++ {
+		sa, sb := shares(t, a, b, d)
+		if sb > 0.3 || try == 5 {
+			require.Greater(t, sb, 0.3, "the unlimited reference got too little CPU to compare in %d windows", try)
+			return sa, sb
+		}
+	}
 }
 
 // testLimiter: a spinning process held to 10% of a CPU gets about that
 // (under 16%: /proc counts in hundredths of a second, and a period can be
-// split across the window's ends) and under half of what it gets unlimited,
-// and gets its share back when lifted. Another busy process on the machine
-// can take the unlimited share down to a third of a CPU, so the comparison
-// is with the limit, over a 2 s window, not a fixed ratio to that share.
+// split across the window's ends) and under half of what another spinning
+// process, unlimited, gets over the same window; and once lifted it gets
+// at least half of what that one gets. Comparing with a reference measured
+// at the same time keeps the test's verdict when the rest of the machine
+// is busy.
 func testLimiter(t *testing.T, lim Limiter) {
-	pid := busyProcess(t)
-	free := share(t, pid, time.Second)
-	require.Greater(t, free, 0.3, "the busy process got too little CPU to compare")
+	pid, ref := busyProcess(t), busyProcess(t)
 	require.NoError(t, lim.Limit(pid, 0.10))
 	t.Cleanup(func() { _ = lim.Unlimit(pid) }) // also when a check below fails
-	limited := share(t, pid, 2*time.Second)
+	limited, refLimited := sharesWithRoom(t, pid, ref, 2*time.Second)
 	require.NoError(t, lim.Unlimit(pid))
 	time.Sleep(200 * time.Millisecond) // a throttled period runs out
-	again := share(t, pid, 2*time.Second)
-	t.Logf("%s: unlimited %.2f, limited to 10%%: %.2f, lifted: %.2f of a CPU", lim.Name(), free, limited, again)
+	again, refAgain := sharesWithRoom(t, pid, ref, 2*time.Second)
+	t.Logf("%s: limited to 10%%: %.2f of a CPU (reference %.2f); lifted: %.2f (reference %.2f)",
+		lim.Name(), limited, refLimited, again, refAgain)
 	require.Less(t, limited, 0.16)
-	require.Less(t, limited, free/2)
-	require.Greater(t, again, 0.3)
+	require.Less(t, limited, refLimited/2)
+	require.Greater(t, again, refAgain/2)
 }
 
 func TestCgroupLimiter(t *testing.T) {
