@@ -241,7 +241,7 @@ func runFullReplica(t *testing.T, faultFor time.Duration) fullReplicaRun {
 	require.Eventually(t, func() bool { d := c.diskOf(2); return d != nil && !d.Full }, 2*time.Second, 20*time.Millisecond)
 	require.Equal(t, 0.0, c.diskMetric(2, "batchkv_disk_full"))
 	w.halt()
-	require.Eventually(t, c.CaughtUp, 30*time.Second, 100*time.Millisecond, "the full replica never caught up")
+	c.WaitCaughtUp(30 * time.Second)
 	run.catchUp = time.Since(freed)
 	w.checkNoneLost(t, cl)
 	t.Logf("one follower full for %v: longest time without an acknowledged batch %v (%v after the hand-over; this process stalled for up to %v), leadership handed over after %v (handed back while full: %d times, led again: %v), caught up %v after the disk was freed; statuses %v",
@@ -349,7 +349,7 @@ func TestReplicatedDiskFullMajority(t *testing.T) {
 		res, err := cl.Do(context.Background(), ops)
 		return err == nil && res[0].Status == wire.StatusOK
 	}, 10*time.Second, 50*time.Millisecond, "writes never succeeded again once space returned")
-	require.Eventually(t, c.CaughtUp, 30*time.Second, 100*time.Millisecond, "the replicas never caught up")
+	c.WaitCaughtUp(30 * time.Second)
 	w.checkNoneLost(t, cl)
 	t.Logf("majority full: statuses %v", w.statuses)
 }

@@ -1,6 +1,8 @@
 package clustertest
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -135,22 +137,53 @@ func (c *Cluster) Leads(i int) bool {
 // cluster's servers, all of which have applied the same entries and hold
 // the same content. A stopped server makes it false.
 func (c *Cluster) CaughtUp() bool {
+	ok, _ := c.caughtUp()
+	return ok
+}
+
+// WaitCaughtUp fails the test unless the cluster is caught up (CaughtUp)
+// within d, and then says where each replica stood.
+func (c *Cluster) WaitCaughtUp(d time.Duration) {
+	c.t.Helper()
+	var report string
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		var ok bool
+		if ok, report = c.caughtUp(); ok {
+			return
+		}
+	}
+	c.t.Fatalf("the replicas did not catch up in %s:\n%s", d, report)
+}
+
+// caughtUp is CaughtUp, and a line per replica (or per server that did
+// not answer) saying where it stands.
+func (c *Cluster) caughtUp() (bool, string) {
 	byShard := map[int][]wire.ShardStatus{}
+	var report strings.Builder
 	for i := range c.addrs {
 		st, err := c.Admin().Status(c.addrs[i], wire.StatusRequest{Digest: true}, time.Second)
 		if err != nil {
-			return false
+			fmt.Fprintf(&report, "server %d: %v\n", i, err)
+			return false, report.String()
 		}
 		for _, s := range st.Shards {
 			byShard[s.Shard] = append(byShard[s.Shard], s)
+			fmt.Fprintf(&report, "server %d shard %d: %s term %d last %d commit %d applied %d keys %d digest %x since contact %s\n",
+				i, s.Shard, s.State, s.Term, s.LastIndex, s.Commit, s.Applied, s.Keys, s.Digest, s.SinceContact)
 		}
 	}
+	return caughtUp(byShard, c.rf, c.shards), report.String()
+}
+
+// caughtUp reports whether there are shards shards, each with rf
+// replicas that agree on what they applied.
+func caughtUp(byShard map[int][]wire.ShardStatus, rf, shards int) bool {
 	for _, reps := range byShard {
 		for _, r := range reps {
-			if len(reps) != c.rf || r.Applied != reps[0].Applied || r.Digest != reps[0].Digest {
+			if len(reps) != rf || r.Applied != reps[0].Applied || r.Digest != reps[0].Digest {
 				return false
 			}
 		}
 	}
-	return len(byShard) == c.shards
+	return len(byShard) == shards
 }
