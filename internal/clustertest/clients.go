@@ -172,12 +172,12 @@ func (c *Cluster) caughtUp() (bool, string) {
 				i, s.Shard, s.State, s.Term, s.LastIndex, s.Commit, s.Applied, s.Keys, s.Digest, s.SinceContact)
 		}
 	}
-	return caughtUp(byShard, c.rf, c.shards), report.String()
+	return replicasAgree(byShard, c.rf, c.shards), report.String()
 }
 
-// caughtUp reports whether there are shards shards, each with rf
+// replicasAgree reports whether there are shards shards, each with rf
 // replicas that agree on what they applied.
-func caughtUp(byShard map[int][]wire.ShardStatus, rf, shards int) bool {
+func replicasAgree(byShard map[int][]wire.ShardStatus, rf, shards int) bool {
 	for _, reps := range byShard {
 		for _, r := range reps {
 			if len(reps) != rf || r.Applied != reps[0].Applied || r.Digest != reps[0].Digest {
