@@ -44,3 +44,16 @@ func plantCASOnLeader(on bool) clustertest.Option {
 func plantLease(d time.Duration) clustertest.Option {
 	return clustertest.WithConfig(func(_ int, cfg *kvs.Config) { kvs.PlantLeaseForTest(cfg, d) })
 }
+
+// tryAgain reports whether try n of at most tries should be made again:
+// it showed nothing either way (inconclusive, for why), and tries remain.
+// A loaded machine can close the window a scenario needs; the last try is
+// checked whatever it showed.
+func tryAgain(t *testing.T, n, tries int, inconclusive bool, why string) bool {
+	t.Helper()
+	if inconclusive && n < tries {
+		t.Logf("try %d of %d: %s; again", n, tries, why)
+		return true
+	}
+	return false
+}

@@ -94,8 +94,7 @@ func TestReplicatedLeaseReadsStayLinearizable(t *testing.T) {
 		// long; such a try proves nothing either way, and is made again.
 		for try := 1; ; try++ {
 			ops, answered := leaseScenario(t, plantLease(5*time.Second))
-			if answered == 0 && try < 3 {
-				t.Logf("try %d: the cut-off leader stopped leading before the reads; again", try)
+			if tryAgain(t, try, 3, answered == 0, "the cut-off leader stopped leading before the reads") {
 				continue
 			}
 			require.Positive(t, answered, "the cut-off leader answered no read in %d tries", try)

@@ -116,8 +116,7 @@ func TestReplicatedBatchKeepsKeyOrder(t *testing.T) {
 		require.NoError(t, err)
 		again, err := cl.Do(ctx, []wire.Op{{Code: wire.OpGet, Key: a}, {Code: wire.OpPut, Key: a, Value: "3"}, {Code: wire.OpGet, Key: a}})
 		require.NoError(t, err)
-		if (replayed(res) || replayed(again)) && try < 3 {
-			t.Logf("try %d: a batch was answered from its session on a retry; again", try)
+		if tryAgain(t, try, 3, replayed(res) || replayed(again), "a batch was answered from its session on a retry") {
 			continue
 		}
 		want := []wire.Status{wire.StatusOK, wire.StatusOK, wire.StatusOK, wire.StatusNotFound, wire.StatusOK, wire.StatusNotFound, wire.StatusBadKey}
