@@ -295,31 +295,36 @@ func TestMembershipBadInput(t *testing.T) {
 	}
 	stale := valid.Clone()
 	stale.Epoch = valid.Epoch + 5
-	var committed bool
-	for _, addr := range c.Addrs()[:3] {
-		rep, err := call(addr, wire.MembershipRequest{Op: wire.CommitMap, Shard: wire.MetaShard(6), Expect: valid.Epoch + 3, Map: stale.Wire()})
-		require.NoError(t, err)
-		if !rep.NotLeader {
-			require.True(t, rep.Stale, "a compare-and-set from the wrong epoch must fail")
-			committed = true
+	untilLed(t, "the meta shard", func() (led bool) {
+		for _, addr := range c.Addrs()[:3] {
+			rep, err := call(addr, wire.MembershipRequest{Op: wire.CommitMap, Shard: wire.MetaShard(6), Expect: valid.Epoch + 3, Map: stale.Wire()})
+			require.NoError(t, err)
+			if !rep.NotLeader {
+				require.True(t, rep.Stale, "a compare-and-set from the wrong epoch must fail")
+				led = true
+			}
 		}
-	}
-	require.True(t, committed, "no meta replica answered as leader")
+		return led
+	})
 
 	_, err = call(c.Addrs()[0], wire.MembershipRequest{Op: wire.CloseReplica, Shard: 0})
 	require.ErrorContains(t, err, "still places shard 0 here")
 	followers := 0
-	for _, addr := range c.Addrs()[:3] {
-		rep, err := call(addr, wire.MembershipRequest{Op: wire.AddLearner, Shard: 0, Addr: "127.0.0.1:1"})
-		require.NoError(t, err)
-		if rep.NotLeader {
-			followers++
-		} else {
-			// The leader took it: undo, so that the check below holds.
-			_, err = call(addr, wire.MembershipRequest{Op: wire.RemoveMember, Shard: 0, Addr: "127.0.0.1:1"})
+	untilLed(t, "shard 0", func() bool {
+		followers = 0
+		for _, addr := range c.Addrs()[:3] {
+			rep, err := call(addr, wire.MembershipRequest{Op: wire.AddLearner, Shard: 0, Addr: "127.0.0.1:1"})
 			require.NoError(t, err)
+			if rep.NotLeader {
+				followers++
+			} else {
+				// The leader took it: undo, so that the check below holds.
+				_, err = call(addr, wire.MembershipRequest{Op: wire.RemoveMember, Shard: 0, Addr: "127.0.0.1:1"})
+				require.NoError(t, err)
+			}
 		}
-	}
+		return followers < 3 // a round in which no replica led proves nothing
+	})
 	require.Equal(t, 2, followers, "only the leader may change a group")
 
 	for _, addr := range c.Addrs()[:3] {
@@ -358,4 +363,18 @@ func keyNames(n int) []string {
 		keys[i] = fmt.Sprintf("key%d", i)
 	}
 	return keys
+}
+
+// untilLed runs round, in which each of a group's replicas is asked in
+// turn, until one of them answered as its leader: a round in which none
+// did (an election under the suite's load) proves nothing. It gives up
+// after 10 s.
+func untilLed(t *testing.T, group string, round func() (led bool)) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !round() {
+		require.True(t, time.Now().Before(deadline), "no replica of %s answered as its leader for 10 s", group)
+		t.Logf("no replica of %s answered as its leader: again", group)
+		time.Sleep(100 * time.Millisecond)
+	}
 }
