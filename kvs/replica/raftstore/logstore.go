@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
@@ -120,7 +121,11 @@ func openLogStore(dir string, format LogFormat, noSync bool, hlog hclog.Logger) 
 	if err := MkdirAllDurable(walDir, DataDirMode); err != nil {
 		return nil, err
 	}
-	var vfs types.VFS = walfs.New()
+	if err := removeSwept(walDir); err != nil {
+		return nil, err
+	}
+	pending := new(sync.WaitGroup)
+	var vfs types.VFS = sweepFS{VFS: walfs.New(), pending: pending}
 	if noSync {
 		vfs = noSyncFS{vfs}
 	}
@@ -136,7 +141,7 @@ func openLogStore(dir string, format LogFormat, noSync bool, hlog hclog.Logger) 
 		_ = w.Close()
 		return nil, err
 	}
-	return w, nil
+	return sweptWAL{WAL: w, pending: pending}, nil
 }
 
 // Close closes a log store that holds files.

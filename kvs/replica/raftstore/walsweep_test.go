@@ -1,0 +1,65 @@
+package raftstore
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	"github.com/stretchr/testify/require"
+)
+
+// walFiles returns the names in a WAL dir that end in suffix.
+func walFiles(t *testing.T, dir, suffix string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var out []string
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), suffix) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// TestWALSweepsDroppedSegments: a segment that a head truncation drops is
+// renamed away at once and unlinked by the time the log closes. What a
+// stopped sweeper leaves (a *.swept file), and a dropped segment whose
+// rename a power cut undid (a *.wal name the WAL's meta no longer
+// lists), are both gone after the next open, which holds the same log.
+func TestWALSweepsDroppedSegments(t *testing.T) {
+	dir := t.TempDir()
+	walDir := filepath.Join(dir, walDirName)
+	s, err := openLogStore(dir, LogWAL, false, hclog.NewNullLogger())
+	require.NoError(t, err)
+	for i := uint64(1); i <= 3000; i += 10 { // 27 MB: two segments
+		var logs []*raft.Log
+		for j := i; j < i+10; j++ {
+			logs = append(logs, &raft.Log{Index: j, Term: 1, Type: raft.LogCommand, Data: entryData(j, 9000)})
+		}
+		require.NoError(t, s.StoreLogs(logs))
+	}
+	before := walFiles(t, walDir, ".wal")
+	require.Len(t, before, 2)
+	require.NoError(t, s.DeleteRange(1, 2500))
+	after := walFiles(t, walDir, ".wal")
+	require.Equal(t, before[1:], after, "the dropped segment still has its name")
+	checkLog(t, s, 2501, 3000)
+	require.NoError(t, Close(s))
+	require.Empty(t, walFiles(t, walDir, sweptSuffix), "the log closed before its dropped segment was unlinked")
+
+	// A sweeper stopped before its unlink, and a rename a power cut undid.
+	live, err := os.ReadFile(filepath.Join(walDir, after[0]))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(walDir, before[0]+sweptSuffix), live, 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(walDir, before[0]), live, 0o600))
+	s, err = openLogStore(dir, LogWAL, false, hclog.NewNullLogger())
+	require.NoError(t, err)
+	require.Empty(t, walFiles(t, walDir, sweptSuffix), "a swept segment outlived the open")
+	require.Equal(t, after, walFiles(t, walDir, ".wal"), "the undone rename's segment outlived the open")
+	checkLog(t, s, 2501, 3000)
+	require.NoError(t, Close(s))
+}
