@@ -3,6 +3,7 @@ package raftstore
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -107,7 +108,8 @@ func RemoveTrash(dir string) error {
 // filesystem that does not save a file's name with its content.
 type durableSnapshots struct {
 	*raft.FileSnapshotStore
-	dir string // the store's snapshots/ directory
+	dir string       // the store's snapshots/ directory
+	log *slog.Logger // says when each snapshot is saved; nil says nothing
 }
 
 // openSnapshots opens the file snapshot store in base, creating
@@ -131,20 +133,46 @@ func (s *durableSnapshots) Create(version raft.SnapshotVersion, index, term uint
 	if err != nil {
 		return nil, err
 	}
-	return &durableSink{SnapshotSink: sink, dir: s.dir}, nil
+	return &durableSink{SnapshotSink: sink, dir: s.dir, log: s.log, began: time.Now()}, nil
 }
 
 // durableSink syncs the snapshot's directory once raft has moved it into
-// place, before raft compacts the log the snapshot replaces.
+// place, before raft compacts the log the snapshot replaces, and logs the
+// snapshot's size and how long it took: a snapshot competes with the
+// load for the CPU and the disk, and the log says when.
 type durableSink struct {
 	raft.SnapshotSink
-	dir string
+	dir    string
+	log    *slog.Logger
+	began  time.Time
+	bytes  int64
+	closed bool
 }
 
-// Close implements raft.SnapshotSink.
+// Write implements io.Writer.
+func (s *durableSink) Write(p []byte) (int, error) {
+	n, err := s.SnapshotSink.Write(p)
+	s.bytes += int64(n)
+	return n, err
+}
+
+// Close implements raft.SnapshotSink. Raft closes a sink a second time
+// after Persist has; the second Close does nothing more.
 func (s *durableSink) Close() error {
+	if s.closed {
+		return s.SnapshotSink.Close()
+	}
+	written := time.Now()
 	if err := s.SnapshotSink.Close(); err != nil {
 		return err
 	}
-	return SyncDir(filepath.Join(s.dir, s.ID()))
+	if err := SyncDir(filepath.Join(s.dir, s.ID())); err != nil {
+		return err
+	}
+	s.closed = true
+	if s.log != nil {
+		s.log.Info("snapshot saved", "id", s.ID(), "bytes", s.bytes,
+			"write", written.Sub(s.began).Round(time.Millisecond), "sync", time.Since(written).Round(time.Millisecond))
+	}
+	return nil
 }

@@ -37,6 +37,7 @@ func Open(cfg Config) (Store, raft.SnapshotStore, error) {
 		_ = Close(checked)
 		return nil, nil, fmt.Errorf("replica: shard %d snapshots: %w", cfg.Shard, err)
 	}
+	snaps.log = cfg.Logger.With("shard", cfg.Shard)
 	if err := checkReplicaData(cfg.Dir, checked, snaps); err != nil {
 		kept := KeepState(checked)
 		_ = Close(checked)

@@ -9,6 +9,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	"github.com/stretchr/testify/require"
+
+	"github.com/batchkv/batchkv/internal/powercut"
 )
 
 // walFiles returns the names in a WAL dir that end in suffix.
@@ -35,13 +37,7 @@ func TestWALSweepsDroppedSegments(t *testing.T) {
 	walDir := filepath.Join(dir, walDirName)
 	s, err := openLogStore(dir, LogWAL, false, hclog.NewNullLogger())
 	require.NoError(t, err)
-	for i := uint64(1); i <= 3000; i += 10 { // 27 MB: two segments
-		var logs []*raft.Log
-		for j := i; j < i+10; j++ {
-			logs = append(logs, &raft.Log{Index: j, Term: 1, Type: raft.LogCommand, Data: entryData(j, 9000)})
-		}
-		require.NoError(t, s.StoreLogs(logs))
-	}
+	storeEntries(t, s, 1, 3000) // 27 MB: two segments
 	before := walFiles(t, walDir, ".wal")
 	require.Len(t, before, 2)
 	require.NoError(t, s.DeleteRange(1, 2500))
@@ -62,4 +58,41 @@ func TestWALSweepsDroppedSegments(t *testing.T) {
 	require.Equal(t, after, walFiles(t, walDir, ".wal"), "the undone rename's segment outlived the open")
 	checkLog(t, s, 2501, 3000)
 	require.NoError(t, Close(s))
+}
+
+// TestPowerCutAfterSweep cuts the power (strict POSIX mode) right after a
+// head truncation, whether or not the sweeper has unlinked the dropped
+// segment yet: the log reopens with the entries it kept, and nothing of
+// the dropped segment is left.
+func TestPowerCutAfterSweep(t *testing.T) {
+	fs := powercut.MountForTest(t, powercut.Strict)
+	dir := filepath.Join(fs.Dir(), "shard-0")
+	require.NoError(t, MkdirAllDurable(dir, DataDirMode))
+	s, err := openLogStore(dir, LogWAL, false, hclog.NewNullLogger())
+	require.NoError(t, err)
+	storeEntries(t, s, 1, 3000)
+	require.NoError(t, s.DeleteRange(1, 2500))
+	cutPower(t, fs)
+	_ = Close(s) // its files are gone with the power
+
+	s, err = openLogStore(dir, LogWAL, false, hclog.NewNullLogger())
+	require.NoError(t, err)
+	walDir := filepath.Join(dir, walDirName)
+	require.Empty(t, walFiles(t, walDir, sweptSuffix), "a swept segment outlived the open")
+	require.Len(t, walFiles(t, walDir, ".wal"), 1, "the dropped segment outlived the open")
+	checkLog(t, s, 2501, 3000)
+	require.NoError(t, Close(s))
+}
+
+// storeEntries appends entries from..to, as entryData makes them, ten at a
+// time.
+func storeEntries(t *testing.T, s Store, from, to uint64) {
+	t.Helper()
+	for i := from; i <= to; i += 10 {
+		var logs []*raft.Log
+		for j := i; j < i+10 && j <= to; j++ {
+			logs = append(logs, &raft.Log{Index: j, Term: 1, Type: raft.LogCommand, Data: entryData(j, 9000)})
+		}
+		require.NoError(t, s.StoreLogs(logs))
+	}
 }
