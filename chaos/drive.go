@@ -178,7 +178,7 @@ func finalReads(r *experiment.Run, bulk *load.Bulk) {
 	if err != nil {
 		r.Violations.Add(err.Error())
 	}
-	keys := append(load.CheckedKeys(r.Opt.Checked.Keys), r.Probe.Key)
+	keys := append(load.CheckedKeys(r.Opt.Checked.Keys), r.Probe.Keys...)
 	for _, k := range keys {
 		ops := load.FinalGet(k)
 		call := r.History.Now()

@@ -12,13 +12,21 @@ import (
 	"github.com/batchkv/batchkv/wire"
 )
 
-// Probe writes one key of a shard every 10ms, each write recorded in the
+// Probe writes keys of a shard, one every 10ms, each write recorded in the
 // history, and remembers when each was called and acknowledged, to time
 // failovers: the first write called after a fault that succeeds.
 type Probe struct {
-	Key  string
+	// Keys are the keys it writes, in turn: probeKeys of them, so that
+	// its writes, which overlap when a leader holds them, seldom overlap
+	// on one key. Porcupine checks a key whose writes overlap by the
+	// hundred in time exponential in their number: with one key, the
+	// check of a partition run's history ran past its 5 minutes.
+	Keys []string
 	Acks AckLog
 }
+
+// probeKeys is how many keys a probe writes in turn.
+const probeKeys = 64
 
 // AckLog remembers when acknowledged writes were called and answered.
 // It is safe for concurrent use.
@@ -68,13 +76,15 @@ func (l *AckLog) LastAckIn(calledFrom, from, to time.Duration) (time.Duration, b
 	return last, found
 }
 
-// NewProbe returns a probe of a key of shard sh.
+// NewProbe returns a probe of keys of shard sh.
 func NewProbe(layout *shard.Layout, sh int) *Probe {
-	for i := 0; ; i++ {
+	p := &Probe{}
+	for i := 0; len(p.Keys) < probeKeys; i++ {
 		if k := fmt.Sprintf("probe%d", i); layout.Shard(k) == sh {
-			return &Probe{Key: k}
+			p.Keys = append(p.Keys, k)
 		}
 	}
+	return p
 }
 
 // probeInFlight bounds the probe's writes in flight: 2 s of them.
@@ -116,7 +126,7 @@ func (p *Probe) Run(cl *client.Client, h *linz.History, stop <-chan struct{}) {
 
 // write writes the probe's key once and records it.
 func (p *Probe) write(cl *client.Client, h *linz.History, n int) {
-	ops := []wire.Op{{Code: wire.OpPut, Key: p.Key, Value: fmt.Sprintf("probe-%d", n)}}
+	ops := []wire.Op{{Code: wire.OpPut, Key: p.Keys[n%len(p.Keys)], Value: fmt.Sprintf("probe-%d", n)}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	call := h.Now()

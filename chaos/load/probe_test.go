@@ -1,14 +1,17 @@
 package load
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"github.com/anishathalye/porcupine"
 	"github.com/stretchr/testify/require"
 
 	"github.com/batchkv/batchkv/internal/clustertest"
 	"github.com/batchkv/batchkv/internal/linz"
 	"github.com/batchkv/batchkv/shard"
+	"github.com/batchkv/batchkv/wire"
 )
 
 // TestFirstAckAfterIsTheEarliestReturn: writes answered out of the order
@@ -40,9 +43,9 @@ func TestProbeWritesPastAHeldWrite(t *testing.T) {
 	l := c.WaitLeader(0, -1)
 	layout, err := shard.New(c.Members(), 1, 3, 0)
 	require.NoError(t, err)
-	p, h := NewProbe(layout, 0), linz.NewHistory()
+	p, h, cl := NewProbe(layout, 0), linz.NewHistory(), c.Client(t)
 	stop, done := make(chan struct{}), make(chan struct{})
-	go func() { defer close(done); p.Run(c.Client(t), h, stop) }()
+	go func() { defer close(done); p.Run(cl, h, stop) }()
 	time.Sleep(500 * time.Millisecond)
 	cut := time.Duration(h.Now())
 	c.Isolate(l, true)
@@ -71,4 +74,17 @@ func TestProbeWritesPastAHeldWrite(t *testing.T) {
 	}
 	require.NotZero(t, held, "no write was held by the cut-off leader")
 	require.Equal(t, held, overlapped, "the probe waited for a held write before its next one")
+
+	// The history, with a last read of each key, is checked in moments.
+	var reads []wire.Op
+	for _, k := range p.Keys {
+		reads = append(reads, wire.Op{Code: wire.OpGet, Key: k})
+	}
+	call := h.Now()
+	res, err := cl.Do(context.Background(), reads)
+	require.NoError(t, err)
+	h.Record(3000, reads, res, err, call, h.Now())
+	begin := time.Now()
+	require.Equal(t, porcupine.Ok, clustertest.Linearizable(t, h.Ops()))
+	t.Logf("%d ops checked in %v", len(h.Ops()), time.Since(begin))
 }
