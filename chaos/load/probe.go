@@ -90,14 +90,14 @@ func NewProbe(layout *shard.Layout, sh int) *Probe {
 // probeInFlight bounds the probe's writes in flight: 2 s of them.
 const probeInFlight = 200
 
-// Run writes the probe's key through cl every 10 ms until stop is closed,
-// each write on its own: a write held by a leader that is failing does
+// Run writes the probe's keys through cl, one every 10 ms, until stop is
+// closed, each write on its own: a write held by a failing leader does
 // not hold back the next ones. A failover is then timed from the fault to
 // the first write called after it that is acknowledged. Written one after
 // another, as they were, the first write called after the fault waited
 // for the one in flight when it came, and the time measured grew by one
 // write's latency (0.4-0.7 s under the chaos load; a one-way partition
-// timed at 2.616 s had a new leader acknowledging writes at 1.97 s).
+// timed at 2.616 s had its write in flight acknowledged at 1.97 s).
 func (p *Probe) Run(cl *client.Client, h *linz.History, stop <-chan struct{}) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -124,7 +124,7 @@ func (p *Probe) Run(cl *client.Client, h *linz.History, stop <-chan struct{}) {
 	}
 }
 
-// write writes the probe's key once and records it.
+// write makes the probe's n-th write, to one of its keys, and records it.
 func (p *Probe) write(cl *client.Client, h *linz.History, n int) {
 	ops := []wire.Op{{Code: wire.OpPut, Key: p.Keys[n%len(p.Keys)], Value: fmt.Sprintf("probe-%d", n)}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
