@@ -85,6 +85,14 @@ func RemoveDirDurably(dir string) error {
 // RemoveTrash deletes what RemoveDirDurably left in dir when the power
 // was cut in the middle.
 func RemoveTrash(dir string) error {
+	return removeEntries(dir, func(e os.DirEntry) bool {
+		return e.IsDir() && strings.HasSuffix(e.Name(), trashSuffix)
+	}, os.RemoveAll)
+}
+
+// removeEntries deletes with remove each entry of dir that match picks;
+// a dir that does not exist has none.
+func removeEntries(dir string, match func(os.DirEntry) bool, remove func(path string) error) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -94,8 +102,8 @@ func RemoveTrash(dir string) error {
 	}
 	var errs []error
 	for _, e := range entries {
-		if e.IsDir() && strings.HasSuffix(e.Name(), trashSuffix) {
-			errs = append(errs, os.RemoveAll(filepath.Join(dir, e.Name())))
+		if match(e) {
+			errs = append(errs, remove(filepath.Join(dir, e.Name())))
 		}
 	}
 	return errors.Join(errs...)

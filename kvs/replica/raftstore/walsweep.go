@@ -1,7 +1,6 @@
 package raftstore
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,20 +57,9 @@ func (fs sweepFS) Delete(dir, name string) error {
 // removeSwept deletes the segments a sweeper had not unlinked when its
 // server stopped.
 func removeSwept(dir string) error {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
-		return err
-	}
-	var errs []error
-	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), sweptSuffix) {
-			errs = append(errs, os.Remove(filepath.Join(dir, e.Name())))
-		}
-	}
-	return errors.Join(errs...)
+	return removeEntries(dir, func(e os.DirEntry) bool {
+		return !e.IsDir() && strings.HasSuffix(e.Name(), sweptSuffix)
+	}, os.Remove)
 }
 
 // sweptWAL is a WAL whose Close also waits for its sweeper, so that
