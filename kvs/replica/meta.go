@@ -9,8 +9,8 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/batchkv/batchkv/kvs/replica/durablefs"
 	"github.com/batchkv/batchkv/kvs/replica/mapfile"
-	"github.com/batchkv/batchkv/kvs/replica/raftstore"
 	"github.com/batchkv/batchkv/shard"
 	"github.com/batchkv/batchkv/wire"
 )
@@ -191,7 +191,7 @@ func (s *Set) CloseReplica(sh int) error {
 	if g.dir == "" {
 		return err
 	}
-	return errors.Join(err, raftstore.RemoveDirDurably(g.dir))
+	return errors.Join(err, durablefs.RemoveDirDurably(g.dir))
 }
 
 // seedFor bounds how long a reborn server waits to lead the meta group it

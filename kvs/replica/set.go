@@ -12,8 +12,8 @@ import (
 
 	"github.com/batchkv/batchkv/internal/bugswitch"
 	"github.com/batchkv/batchkv/kvs/replica/diskspace"
+	"github.com/batchkv/batchkv/kvs/replica/durablefs"
 	"github.com/batchkv/batchkv/kvs/replica/mapfile"
-	"github.com/batchkv/batchkv/kvs/replica/raftstore"
 	"github.com/batchkv/batchkv/kvs/replica/selfcheck"
 	"github.com/batchkv/batchkv/shard"
 	"github.com/batchkv/batchkv/wire"
@@ -153,7 +153,7 @@ func (s *Set) onDisk() []int {
 	if s.cfg.DataDir == "" {
 		return nil
 	}
-	if err := raftstore.RemoveTrash(s.cfg.DataDir); err != nil {
+	if err := durablefs.RemoveTrash(s.cfg.DataDir); err != nil {
 		s.cfg.Logger.Warn("a replica's directory left by a cut mid-delete is still there", "err", err)
 	}
 	entries, err := os.ReadDir(s.cfg.DataDir)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/batchkv/batchkv/kvs/replica/durablefs"
 	"github.com/batchkv/batchkv/kvs/replica/raftstore"
 	"github.com/batchkv/batchkv/shard"
 	"github.com/batchkv/batchkv/wire"
@@ -43,7 +44,7 @@ func Save(dir string, m *shard.Map) error {
 	if dir == "" {
 		return nil
 	}
-	if err := raftstore.MkdirAllDurable(dir, raftstore.DataDirMode); err != nil {
+	if err := durablefs.MkdirAllDurable(dir, raftstore.DataDirMode); err != nil {
 		return fmt.Errorf("replica: data dir: %w", err)
 	}
 	raw, err := json.MarshalIndent(m.Wire(), "", "  ")
@@ -66,7 +67,7 @@ func Save(dir string, m *shard.Map) error {
 		err = os.Rename(tmp, filepath.Join(dir, Name))
 	}
 	if err == nil {
-		err = raftstore.SyncDir(dir) // the rename itself survives a power cut
+		err = durablefs.SyncDir(dir) // the rename itself survives a power cut
 	}
 	if err != nil {
 		return fmt.Errorf("replica: saving the map: %w", err)

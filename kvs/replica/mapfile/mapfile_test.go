@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batchkv/batchkv/internal/powercut"
+	"github.com/batchkv/batchkv/kvs/replica/durablefs"
 	"github.com/batchkv/batchkv/kvs/replica/raftstore"
 	"github.com/batchkv/batchkv/shard"
 )
@@ -36,7 +37,7 @@ func TestPowerCutKeepsSavedMap(t *testing.T) {
 	}{
 		{"Save", func(dir string) error { return Save(dir, m) }, true},
 		{"planted: rename without syncing the directory", func(dir string) error {
-			if err := raftstore.MkdirAllDurable(dir, raftstore.DataDirMode); err != nil {
+			if err := durablefs.MkdirAllDurable(dir, raftstore.DataDirMode); err != nil {
 				return err
 			}
 			f, err := os.Create(filepath.Join(dir, Name+".tmp"))

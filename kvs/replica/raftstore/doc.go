@@ -17,8 +17,9 @@
 //     (checkedlog.go), and before Raft reads anything, a check of the
 //     whole log, the WAL's tail (waltail.go) and the latest snapshot
 //     (opencheck.go): damage is ErrCorrupt, never served.
-//   - Durability through power cuts (durable.go): every directory entry
-//     a file depends on is synced, and snapshots' directories too.
+//   - Durability through power cuts (snapshots.go, and package durablefs
+//     for directories): every directory entry a file depends on is
+//     synced, and snapshots' directories too.
 //   - Full disks (spacelog.go): the log refuses commands while the
 //     server's diskspace.Watch says so, and a WAL sealed for want of
 //     space is reopened once space returns.

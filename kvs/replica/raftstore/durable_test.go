@@ -3,7 +3,6 @@ package raftstore
 import (
 	"bytes"
 	"io"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batchkv/batchkv/internal/powercut"
+	"github.com/batchkv/batchkv/kvs/replica/durablefs"
 )
 
 // The tests below cut the power (internal/powercut, strict POSIX mode: a
@@ -25,32 +25,6 @@ func cutPower(t *testing.T, fs *powercut.ChildFS) {
 	rep, err := fs.Cut()
 	require.NoError(t, err)
 	t.Logf("cut: %s", rep)
-}
-
-func TestPowerCutKeepsRemovedReplicaRemoved(t *testing.T) {
-	for _, c := range []struct {
-		name   string
-		remove func(dir string) error
-		gone   bool
-	}{
-		{"RemoveDirDurably", RemoveDirDurably, true},
-		{"planted: os.RemoveAll", os.RemoveAll, false},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			fs := powercut.MountForTest(t, powercut.Ext4)
-			dir := filepath.Join(fs.Dir(), "data", "shard-1")
-			require.NoError(t, MkdirAllDurable(dir, DataDirMode))
-			require.NoError(t, c.remove(dir))
-			cutPower(t, fs)
-			_, err := os.Stat(dir)
-			if c.gone {
-				require.ErrorIs(t, err, os.ErrNotExist, "a removed replica's directory is back after a power cut")
-				require.NoError(t, RemoveTrash(filepath.Dir(dir)))
-			} else {
-				require.NoError(t, err, "the check missed a removal that a power cut undoes")
-			}
-		})
-	}
 }
 
 // TestPowerCutKeepsTermAndVote opens a new replica's log store in a data
@@ -98,7 +72,7 @@ func TestPowerCutKeepsSnapshot(t *testing.T) {
 			return openSnapshots(base, snapshotsRetained, hclog.NewNullLogger())
 		}, true},
 		{"planted: raft.FileSnapshotStore alone", func(base string) (raft.SnapshotStore, error) {
-			if err := MkdirAllDurable(filepath.Join(base, "snapshots"), DataDirMode); err != nil {
+			if err := durablefs.MkdirAllDurable(filepath.Join(base, "snapshots"), DataDirMode); err != nil {
 				return nil, err
 			}
 			return raft.NewFileSnapshotStoreWithLogger(base, snapshotsRetained, hclog.NewNullLogger())
@@ -107,7 +81,7 @@ func TestPowerCutKeepsSnapshot(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			fs := powercut.MountForTest(t, powercut.Strict)
 			base := filepath.Join(fs.Dir(), "data", "shard-0")
-			require.NoError(t, MkdirAllDurable(base, DataDirMode))
+			require.NoError(t, durablefs.MkdirAllDurable(base, DataDirMode))
 			store, err := c.open(base)
 			require.NoError(t, err)
 			payload := bytes.Repeat([]byte("snapshot "), 1000)

@@ -16,6 +16,8 @@ import (
 	"github.com/hashicorp/raft-wal/segment"
 	"github.com/hashicorp/raft-wal/types"
 	"go.etcd.io/bbolt"
+
+	"github.com/batchkv/batchkv/kvs/replica/durablefs"
 )
 
 // LogFormat is how a replica keeps its Raft log, term and vote on disk.
@@ -108,7 +110,7 @@ func openLogStore(dir string, format LogFormat, noSync bool, hlog hclog.Logger) 
 		if err != nil {
 			return nil, err
 		}
-		if err := SyncDir(dir); err != nil { // raft.db's entry
+		if err := durablefs.SyncDir(dir); err != nil { // raft.db's entry
 			_ = bs.Close()
 			return nil, err
 		}
@@ -118,7 +120,7 @@ func openLogStore(dir string, format LogFormat, noSync bool, hlog hclog.Logger) 
 		return bs, nil
 	}
 	walDir := filepath.Join(dir, walDirName)
-	if err := MkdirAllDurable(walDir, DataDirMode); err != nil {
+	if err := durablefs.MkdirAllDurable(walDir, DataDirMode); err != nil {
 		return nil, err
 	}
 	if err := removeSwept(walDir); err != nil {
@@ -137,7 +139,7 @@ func openLogStore(dir string, format LogFormat, noSync bool, hlog hclog.Logger) 
 	}
 	// The WAL's meta file (term and vote) is synced, its name is not
 	// (the first segment's sync does that, never under -unsafe-nosync).
-	if err := SyncDir(walDir); err != nil {
+	if err := durablefs.SyncDir(walDir); err != nil {
 		_ = w.Close()
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/batchkv/batchkv/kvs/replica/diskspace"
+	"github.com/batchkv/batchkv/kvs/replica/durablefs"
 )
 
 // Open returns a replica's log store (with its term and vote) and its
@@ -22,7 +23,7 @@ func Open(cfg Config) (Store, raft.SnapshotStore, error) {
 		return raft.NewInmemStore(), &memSnapshots{}, nil
 	}
 	hlog := cfg.RaftLogger
-	if err := MkdirAllDurable(cfg.Dir, DataDirMode); err != nil {
+	if err := durablefs.MkdirAllDurable(cfg.Dir, DataDirMode); err != nil {
 		return nil, nil, fmt.Errorf("replica: shard %d data dir: %w", cfg.Shard, err)
 	}
 	if err := roomForLog(cfg.Dir); err != nil {

@@ -8,24 +8,20 @@ import (
 
 	wal "github.com/hashicorp/raft-wal"
 	"github.com/hashicorp/raft-wal/types"
+
+	"github.com/batchkv/batchkv/kvs/replica/durablefs"
 )
 
 // When a snapshot lets Raft drop the head of its log, raft-wal deletes
-// the segments it no longer needs while it holds its write lock: each
-// deletion unlinks a file and fsyncs the directory, and every append
-// waits. Under the chaos load (slow-network-egress) 5 of 8 truncations
-// held appends for 76-143 ms, one second in the open load's p99 each
-// time a replica snapshotted; with the sweep, 8 truncations took 1-9 ms.
-// Nothing needs the
-// file gone at once: raft-wal has already committed, in its meta file,
-// that the segment is out of the log. So a segment is only renamed away
-// (no sync) under the lock, and a sweeper goroutine unlinks it and syncs
-// the directory afterwards.
-//
-// A power cut may undo the rename, bringing the name back: raft-wal
-// deletes at open any segment its meta file does not list. A cut after
-// the rename leaves a *.wal.swept file, which raft-wal does not read
-// (not a *.wal name) and which the next open removes.
+// the segments it no longer needs (an unlink and a sync of the directory
+// each) under its write lock, and every append waits: 76-143 ms in 5 of
+// 8 truncations under the chaos load (slow-network-egress). raft-wal has
+// already committed, in its meta file, that the segment is out of the
+// log, so the segment is only renamed away under the lock, and a sweeper
+// goroutine unlinks it and syncs the directory (1-9 ms a truncation).
+// A power cut that undoes the rename brings back a segment the meta does
+// not list, which raft-wal deletes at open; a leftover *.wal.swept (not
+// a name raft-wal reads) is removed at open.
 
 // sweptSuffix marks a WAL segment that is out of the log, waiting to be
 // unlinked.
@@ -48,7 +44,7 @@ func (fs sweepFS) Delete(dir, name string) error {
 	go func() {
 		defer fs.pending.Done()
 		if err := os.Remove(filepath.Join(dir, swept)); err == nil {
-			_ = SyncDir(dir)
+			_ = durablefs.SyncDir(dir)
 		}
 	}()
 	return nil
@@ -57,7 +53,7 @@ func (fs sweepFS) Delete(dir, name string) error {
 // removeSwept deletes the segments a sweeper had not unlinked when its
 // server stopped.
 func removeSwept(dir string) error {
-	return removeEntries(dir, func(e os.DirEntry) bool {
+	return durablefs.RemoveMatching(dir, func(e os.DirEntry) bool {
 		return !e.IsDir() && strings.HasSuffix(e.Name(), sweptSuffix)
 	}, os.Remove)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batchkv/batchkv/internal/powercut"
+	"github.com/batchkv/batchkv/kvs/replica/durablefs"
 )
 
 // walFiles returns the names in a WAL dir that end in suffix.
@@ -67,7 +68,7 @@ func TestWALSweepsDroppedSegments(t *testing.T) {
 func TestPowerCutAfterSweep(t *testing.T) {
 	fs := powercut.MountForTest(t, powercut.Strict)
 	dir := filepath.Join(fs.Dir(), "shard-0")
-	require.NoError(t, MkdirAllDurable(dir, DataDirMode))
+	require.NoError(t, durablefs.MkdirAllDurable(dir, DataDirMode))
 	s, err := openLogStore(dir, LogWAL, false, hclog.NewNullLogger())
 	require.NoError(t, err)
 	storeEntries(t, s, 1, 3000)
