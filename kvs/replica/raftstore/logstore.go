@@ -135,15 +135,17 @@ func openLogStore(dir string, format LogFormat, noSync bool, hlog hclog.Logger) 
 	w, err := wal.Open(walDir, wal.WithLogger(hlog.Named("wal")), wal.WithSegmentSize(WALSegmentSize),
 		wal.WithSegmentFiler(segment.NewFiler(walDir, vfs)))
 	if err != nil {
+		pending.Wait() // segments the open deleted
 		return nil, err
 	}
+	swept := sweptWAL{WAL: w, pending: pending}
 	// The WAL's meta file (term and vote) is synced, its name is not
 	// (the first segment's sync does that, never under -unsafe-nosync).
 	if err := durablefs.SyncDir(walDir); err != nil {
-		_ = w.Close()
+		_ = swept.Close()
 		return nil, err
 	}
-	return sweptWAL{WAL: w, pending: pending}, nil
+	return swept, nil
 }
 
 // Close closes a log store that holds files.

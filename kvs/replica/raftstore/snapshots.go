@@ -47,9 +47,8 @@ func (s *durableSnapshots) Create(version raft.SnapshotVersion, index, term uint
 }
 
 // durableSink syncs the snapshot's directory once raft has moved it into
-// place, before raft compacts the log the snapshot replaces, and logs the
-// snapshot's size and how long it took: a snapshot competes with the
-// load for the CPU and the disk, and the log says when.
+// place, before raft compacts the log the snapshot replaces, and logs its
+// size and how long it took (it competes with the load for CPU and disk).
 type durableSink struct {
 	raft.SnapshotSink
 	dir    string

@@ -23,8 +23,7 @@ import (
 // not list, which raft-wal deletes at open; a leftover *.wal.swept (not
 // a name raft-wal reads) is removed at open.
 
-// sweptSuffix marks a WAL segment that is out of the log, waiting to be
-// unlinked.
+// sweptSuffix marks a segment out of the log, waiting to be unlinked.
 const sweptSuffix = ".swept"
 
 // sweepFS is a WAL's file system whose Delete renames the segment away
