@@ -104,6 +104,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&timing.LeaderLeaseTimeout, "raft-lease", timing.LeaderLeaseTimeout, "Raft leader lease: a leader that hears from no majority this long steps down")
 	fs.Uint64Var(&timing.SnapshotThreshold, "raft-snapshot-entries", timing.SnapshotThreshold, "log entries between snapshots of a shard")
 	fs.DurationVar(&timing.SnapshotInterval, "raft-snapshot-interval", timing.SnapshotInterval, "how often a shard checks whether to snapshot")
+	fs.Float64Var(&timing.SnapshotShare, "raft-snapshot-share", timing.SnapshotShare, "share of the time a shard writing a snapshot may spend on it, pausing between chunks so the load keeps the CPU (1: as fast as it can)")
 	fs.Uint64Var(&timing.TrailingLogs, "raft-trailing-logs", timing.TrailingLogs, "log entries a shard keeps after a snapshot; a follower further behind is sent the snapshot")
 	readMode := fs.String("read-mode", kvs.ReadBarrier, "with -rf > 1: how reads are served: barrier (a log entry per batch of reads; no clock assumption) or lease (a leader serves them for -read-lease after an entry commits, with no log entry; assumes the servers' clocks run at rates within 50% of each other, and replaces a crashed leader after about 700 ms instead of 200 ms)")
 	fs.DurationVar(&timing.CommitWindow, "raft-commit-window", timing.CommitWindow, "under heavy load, how long a shard's leader holds a Raft entry to append it with those that follow (group commit; 0: none)")

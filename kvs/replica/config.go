@@ -116,6 +116,9 @@ func (cfg *Config) validate() error {
 	if cfg.DataDir == "" && cfg.Layout.RF() > 1 {
 		return fmt.Errorf("replica: %d replicas per shard need a data dir: a replica that forgets its log and vote on restart can vote twice in a term", cfg.Layout.RF())
 	}
+	if share := cfg.Timing.SnapshotShare; !(share >= 0 && share <= 1) {
+		return fmt.Errorf("replica: snapshot share %v: want a share of the time in (0, 1], or 0 for the default", share)
+	}
 	if cfg.Reborn && (cfg.DataDir != "" || cfg.Map == nil) {
 		return errors.New("replica: only a server without a data dir is reborn, and from the cluster's map")
 	}
@@ -144,6 +147,9 @@ type Timing struct {
 	TrailingLogs      uint64
 	// SnapshotInterval is how often a shard checks SnapshotThreshold.
 	SnapshotInterval time.Duration
+	// SnapshotShare is the share of the time a snapshot being written may
+	// spend writing (fsm.DefaultSnapshotShare; 1: unpaced).
+	SnapshotShare float64
 	// LeaseRead is how long after an entry of its term commits a leader
 	// serves reads without a log entry, when lease reads are on (see
 	// lease.go). Default 400 ms.
@@ -171,6 +177,7 @@ func DefaultTiming() Timing {
 		SnapshotThreshold:  8192,
 		TrailingLogs:       10240,
 		SnapshotInterval:   10 * time.Second,
+		SnapshotShare:      fsm.DefaultSnapshotShare,
 		LeaseRead:          400 * time.Millisecond,
 		CommitWindow:       commitgate.DefaultWindow,
 		Failover:           failover.DefaultTiming(),

@@ -96,7 +96,7 @@ func openGroup(gc groupConfig) (g *Group, err error) {
 	g.SetPlacement(gc.replicas)
 	g.lease = leadership.NewLease(gc.leases, gc.timing.LeaseRead)
 	g.gate = commitgate.New(commitgate.Config{Window: gc.timing.CommitWindow})
-	g.fsm = fsm.New(fsm.Config{NewStore: gc.newStore, SessionTTL: gc.sessionTT})
+	g.fsm = fsm.New(fsm.Config{NewStore: gc.newStore, SessionTTL: gc.sessionTT, SnapshotShare: gc.timing.SnapshotShare})
 	if gc.damaged == nil {
 		gc.damaged = func(error) {}
 	}

@@ -20,6 +20,10 @@ type Config struct {
 	// last batch, in the leader's append times; zero means
 	// DefaultSessionTTL.
 	SessionTTL time.Duration
+	// SnapshotShare is the share of the wall time a snapshot being
+	// written may spend writing (pace.go); zero means
+	// DefaultSnapshotShare, and 1 or more writes it as fast as it can.
+	SnapshotShare float64
 }
 
 // validate fills cfg's defaults; every value is usable.
@@ -29,5 +33,8 @@ func (cfg *Config) validate() {
 	}
 	if cfg.SessionTTL == 0 {
 		cfg.SessionTTL = DefaultSessionTTL
+	}
+	if cfg.SnapshotShare <= 0 {
+		cfg.SnapshotShare = DefaultSnapshotShare
 	}
 }

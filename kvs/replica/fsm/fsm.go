@@ -30,6 +30,10 @@ type Machine struct {
 
 	restores atomic.Uint64 // snapshots loaded by Restore
 
+	// snapshotShare is the share of the time a snapshot's Persist may
+	// spend writing; outside (0, 1) it writes unpaced.
+	snapshotShare float64
+
 	// scratch takes the results of entries without gets, which nobody
 	// reads, and ops the ops of the entry being applied; both are touched
 	// only by raft's FSM goroutine.
@@ -76,7 +80,9 @@ const sessionSweepEvery = 1024
 // New returns the state machine of an empty shard.
 func New(cfg Config) *Machine {
 	cfg.validate()
-	return newShardFSM(cfg.NewStore, cfg.SessionTTL)
+	f := newShardFSM(cfg.NewStore, cfg.SessionTTL)
+	f.snapshotShare = cfg.SnapshotShare
+	return f
 }
 
 // newShardFSM returns an empty shard's state machine whose stores

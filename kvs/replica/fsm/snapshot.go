@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -48,11 +49,12 @@ type fsmSnapshot struct {
 	sessions map[uint64]session
 	view     pairs
 	release  func() // ends the view; nil when nothing to release
+	pace     *pacer // spreads Persist's writing over time
 }
 
 // Snapshot implements raft.FSM.
 func (f *Machine) Snapshot() (raft.FSMSnapshot, error) {
-	snap := &fsmSnapshot{sessions: maps.Clone(f.sessions)}
+	snap := &fsmSnapshot{sessions: maps.Clone(f.sessions), pace: newPacer(f.snapshotShare)}
 	switch st := f.current().(type) {
 	case store.Freezer:
 		frozen := st.Freeze()
@@ -68,9 +70,11 @@ func (f *Machine) Snapshot() (raft.FSMSnapshot, error) {
 	return snap, nil
 }
 
-// Persist implements raft.FSMSnapshot: it streams the snapshot to sink.
+// Persist implements raft.FSMSnapshot: it streams the snapshot to sink,
+// paced to leave the CPU to the load (pace.go).
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	w := bufio.NewWriterSize(sink, 1<<20)
+	w := bufio.NewWriterSize(sink, paceChunk)
+	s.pace.since = time.Now()
 	b := make([]byte, 0, 64)
 	b = append(b, snapshotMagic...)
 	b = binary.AppendUvarint(b, uint64(len(s.sessions)))
@@ -103,6 +107,7 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 			return false
 		}
 		_, err = w.Write(v)
+		s.pace.wrote(len(k) + len(v))
 		return err == nil
 	})
 	if err == nil {
