@@ -13,12 +13,18 @@ const DefaultSnapshotShare = 0.25
 // waiting for the CPU has waited long.
 const paceChunk = 256 << 10
 
+// maxPause bounds one pause. While a snapshot is written, the store keeps
+// every record the view may read, overwritten or not, so a snapshot that
+// took minutes would hold minutes of writes; with the bound, pacing adds
+// at most 40 ms per MiB (under 2 s for the chaos shard's 46 MB).
+const maxPause = 10 * time.Millisecond
+
 // pacer spreads a snapshot's writing over time. After each paceChunk
 // bytes it sleeps for as long as the chunk took, times (1-share)/share,
-// so that the writer is busy at most share of the time. A chunk that took
-// long because the CPU was busy with other work makes the next pause
-// longer too, which is the point: the snapshot yields most when the load
-// needs the CPU most.
+// and at most maxPause, so that the writer is busy at most share of the
+// time while its chunks are quick. A chunk that took long because the CPU
+// was busy with other work makes the next pause longer too, up to
+// maxPause: the snapshot yields most when the load needs the CPU most.
 type pacer struct {
 	share   float64 // in (0, 1); anything else writes unpaced
 	pending int     // bytes written since the last pause
@@ -32,6 +38,10 @@ func newPacer(share float64) *pacer {
 	return &pacer{share: share, since: time.Now(), sleep: time.Sleep}
 }
 
+// start marks the start of the writing: the first chunk's time counts
+// from here.
+func (p *pacer) start() { p.since = time.Now() }
+
 // wrote notes that n more bytes were written, and pauses once a chunk's
 // worth has been.
 func (p *pacer) wrote(n int) {
@@ -43,7 +53,7 @@ func (p *pacer) wrote(n int) {
 	}
 	p.pending = 0
 	busy := time.Since(p.since)
-	pause := time.Duration(float64(busy) * (1 - p.share) / p.share)
+	pause := min(time.Duration(float64(busy)*(1-p.share)/p.share), maxPause)
 	p.sleep(pause)
 	p.since = time.Now()
 }

@@ -42,11 +42,23 @@ func TestPacerPausesInProportion(t *testing.T) {
 			t.Fatalf("share %v: %d pauses for 5 chunks: %v", tc.share, len(pauses), pauses)
 		}
 		for _, d := range pauses {
-			if min := time.Duration(tc.minRatio * float64(work)); d < min {
-				t.Errorf("share %v: paused %v after a chunk of %v, want at least %v", tc.share, d, work, min)
+			if least := time.Duration(tc.minRatio * float64(work)); d < least {
+				t.Errorf("share %v: paused %v after a chunk of %v, want at least %v", tc.share, d, work, least)
 			}
 		}
 	}
+}
+
+// TestPacerBoundsAPause: a chunk slowed to 20 ms pauses maxPause, not
+// the 60 ms its share would ask for, so that a snapshot written on a busy
+// CPU does not hold the store's old records for minutes.
+func TestPacerBoundsAPause(t *testing.T) {
+	p := newPacer(0.25)
+	var pauses []time.Duration
+	p.sleep = func(d time.Duration) { pauses = append(pauses, d) }
+	time.Sleep(20 * time.Millisecond)
+	p.wrote(paceChunk)
+	require.Equal(t, []time.Duration{maxPause}, pauses)
 }
 
 // TestPersistIsPaced: a snapshot of 2 MiB made by a Machine with a share

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -74,7 +73,7 @@ func (f *Machine) Snapshot() (raft.FSMSnapshot, error) {
 // paced to leave the CPU to the load (pace.go).
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	w := bufio.NewWriterSize(sink, paceChunk)
-	s.pace.since = time.Now()
+	s.pace.start()
 	b := make([]byte, 0, 64)
 	b = append(b, snapshotMagic...)
 	b = binary.AppendUvarint(b, uint64(len(s.sessions)))
