@@ -134,8 +134,8 @@ func openLogStore(dir string, format LogFormat, noSync bool, hlog hclog.Logger) 
 	vfs = plantLateSync(vfs)
 	w, err := wal.Open(walDir, wal.WithLogger(hlog.Named("wal")), wal.WithSegmentSize(WALSegmentSize),
 		wal.WithSegmentFiler(segment.NewFiler(walDir, vfs)))
+	pending.Wait() // what the open deleted is gone when it returns
 	if err != nil {
-		pending.Wait() // segments the open deleted
 		return nil, err
 	}
 	swept := sweptWAL{WAL: w, pending: pending}
