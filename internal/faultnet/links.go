@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/Shopify/toxiproxy/v2"
+	"github.com/Shopify/toxiproxy/v2/toxics"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
@@ -132,8 +133,8 @@ func (l *Links) setLatency(node int, d time.Duration, egressOnly bool) error {
 				continue
 			}
 			_, err := p.Toxics.AddToxicJson(strings.NewReader(fmt.Sprintf(
-				`{"name":%q,"type":"latency","stream":%q,"toxicity":1,"attributes":{"latency":%d}}`,
-				name, stream, d.Milliseconds())))
+				`{"name":%q,"type":%q,"stream":%q,"toxicity":1,"attributes":{"latency":%d}}`,
+				name, latencyToxic, stream, d.Milliseconds())))
 			if err != nil {
 				return fmt.Errorf("faultnet: latency on %s: %w", p.Name, err)
 			}
@@ -141,6 +142,26 @@ func (l *Links) setLatency(node int, d time.Duration, egressOnly bool) error {
 		return nil
 	})
 }
+
+// latencyToxic is the toxic type setLatency adds.
+var latencyToxic = "wide-latency"
+
+// wideLatency is toxiproxy's latency toxic with a wider queue ahead of
+// it. The stock toxic queues at most 1,024 chunks (a chunk is one read of
+// the sender's bytes, up to 32 KiB); a link that must hold more than that
+// within its delay stops reading, and the sender's bytes wait in its
+// socket on top of the delay, so a slow-link run would measure the proxy's
+// queue as well as the store. This one queues wideLatencyChunks.
+type wideLatency struct{ toxics.LatencyToxic }
+
+// wideLatencyChunks is wideLatency's queue: at 250 ms it holds 131,072
+// chunks a second, 64 times what the stock toxic holds.
+const wideLatencyChunks = 1 << 15
+
+// GetBufferSize returns the queue ahead of the toxic, in chunks.
+func (*wideLatency) GetBufferSize() int { return wideLatencyChunks }
+
+func init() { toxics.Register("wide-latency", new(wideLatency)) }
 
 // Isolate cuts every Raft link of node (on) or restores them (off). A cut
 // link closes its connections and refuses new ones, as a firewall that
