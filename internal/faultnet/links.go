@@ -143,8 +143,12 @@ func (l *Links) setLatency(node int, d time.Duration, egressOnly bool) error {
 	})
 }
 
-// latencyToxic is the toxic type setLatency adds.
-var latencyToxic = "wide-latency"
+// wideLatencyType names wideLatency in toxiproxy's registry.
+const wideLatencyType = "wide-latency"
+
+// latencyToxic is the toxic type setLatency adds: wideLatencyType, or
+// toxiproxy's own "latency" when a test plants the narrow queue.
+var latencyToxic = wideLatencyType
 
 // wideLatency is toxiproxy's latency toxic with a wider queue ahead of
 // it. The stock toxic queues at most 1,024 chunks (a chunk is one read of
@@ -154,14 +158,14 @@ var latencyToxic = "wide-latency"
 // queue as well as the store. This one queues wideLatencyChunks.
 type wideLatency struct{ toxics.LatencyToxic }
 
-// wideLatencyChunks is wideLatency's queue: at 250 ms it holds 131,072
-// chunks a second, 64 times what the stock toxic holds.
+// wideLatencyChunks is wideLatency's queue: at 250 ms it carries 131,072
+// chunks a second, 32 times what the stock toxic carries.
 const wideLatencyChunks = 1 << 15
 
 // GetBufferSize returns the queue ahead of the toxic, in chunks.
 func (*wideLatency) GetBufferSize() int { return wideLatencyChunks }
 
-func init() { toxics.Register("wide-latency", new(wideLatency)) }
+func init() { toxics.Register(wideLatencyType, new(wideLatency)) }
 
 // Isolate cuts every Raft link of node (on) or restores them (off). A cut
 // link closes its connections and refuses new ones, as a firewall that
