@@ -134,7 +134,7 @@ func (l *Links) setLatency(node int, d time.Duration, egressOnly bool) error {
 			}
 			_, err := p.Toxics.AddToxicJson(strings.NewReader(fmt.Sprintf(
 				`{"name":%q,"type":%q,"stream":%q,"toxicity":1,"attributes":{"latency":%d}}`,
-				name, latencyToxic, stream, d.Milliseconds())))
+				name, wideLatencyType, stream, d.Milliseconds())))
 			if err != nil {
 				return fmt.Errorf("faultnet: latency on %s: %w", p.Name, err)
 			}
@@ -145,10 +145,6 @@ func (l *Links) setLatency(node int, d time.Duration, egressOnly bool) error {
 
 // wideLatencyType names wideLatency in toxiproxy's registry.
 const wideLatencyType = "wide-latency"
-
-// latencyToxic is the toxic type setLatency adds: wideLatencyType, or
-// toxiproxy's own "latency" when a test plants the narrow queue.
-var latencyToxic = wideLatencyType
 
 // wideLatency is toxiproxy's latency toxic with a wider queue ahead of
 // it. The stock toxic queues at most 1,024 chunks (a chunk is one read of

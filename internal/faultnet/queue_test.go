@@ -61,7 +61,7 @@ func busyLinkExcess(t *testing.T, lat time.Duration, size int, gap, dur time.Dur
 
 // TestLatencyQueueHoldsABusyLink: a link delayed by 250 ms that carries
 // 20,000 small writes a second delivers them 250 ms late, not more.
-// Through toxiproxy's own latency toxic (latencyToxic = "latency"), whose
+// Through toxiproxy's own latency toxic (type "latency" in setLatency), whose
 // queue holds 1,024 chunks, the same writes arrived 167-172 ms past the
 // delay at the 99th percentile, and this check failed (2026-11-28);
 // through wideLatency, 4-8 ms.
