@@ -79,7 +79,8 @@ func ValueOf(tag string) func(int) string {
 
 // Linearizable runs porcupine over a history (linz.Check, up to 60s) and
 // returns its verdict; on a violation it writes the visualization to the
-// temp dir and logs its path.
+// temp dir and logs its path. The file stays only if the test fails: a
+// test that plants a violation and expects it leaves nothing behind.
 func Linearizable(t testing.TB, ops []porcupine.Operation) porcupine.CheckResult {
 	t.Helper()
 	path := filepath.Join(os.TempDir(), fmt.Sprintf("linearizability-%s-%d.html", filepath.Base(t.Name()), time.Now().UnixNano()))
@@ -87,6 +88,11 @@ func Linearizable(t testing.TB, ops []porcupine.Operation) porcupine.CheckResult
 	require.NoError(t, err)
 	if res == porcupine.Illegal {
 		t.Logf("history is not linearizable; visualization written to %s", path)
+		t.Cleanup(func() {
+			if !t.Failed() {
+				_ = os.Remove(path)
+			}
+		})
 	}
 	return res
 }
