@@ -24,7 +24,10 @@ const (
 	// open load's batches at +250 ms on the leader's egress took 285 ms
 	// at the median in 3 runs of 3; with 64, 260-268 ms (2026-11-28). A
 	// slot costs nothing while it is free, and the bytes in flight are
-	// the write rate times the round trip whatever S is.
+	// the write rate times the round trip whatever S is. Under a full
+	// load the slots fill on a fast link too, and more of them make more,
+	// smaller RPCs: the standard RF=3 run was about 3.5% slower with 64
+	// than with 16 (docs/results.md, "Chaos tally").
 	rpcsInFlight = 64
 )
 
