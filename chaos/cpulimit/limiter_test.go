@@ -62,13 +62,21 @@ func sharesWithRoom(t *testing.T, a, b int, d time.Duration) (float64, float64) 
 	}
 }
 
+// liftedFloor is the least share of a CPU a lifted process must get in
+// some window: twice the 10% it was held to, which a process still held
+// cannot reach.
+const liftedFloor = 0.2
+
 // testLimiter: a spinning process held to 10% of a CPU gets about that
 // (under 16%: /proc counts in hundredths of a second, and a period can be
 // split across the window's ends) and under half of what another spinning
 // process, unlimited, gets over the same window; and once lifted it gets
-// at least half of what that one gets. Comparing with a reference measured
-// at the same time keeps the test's verdict when the rest of the machine
-// is busy.
+// at least half of what that one gets, and at least liftedFloor.
+// Comparing with a reference measured at the same time keeps the test's
+// verdict when the rest of the machine is busy. Once lifted, the shares
+// are measured again (up to 5 windows) while the lifted process gets
+// less: under the test suite's other packages, two spinning processes
+// were seen to get 0.42 and 0.84 of a CPU over one window.
 func testLimiter(t *testing.T, lim Limiter) {
 	pid, ref := busyProcess(t), busyProcess(t)
 	require.NoError(t, lim.Limit(pid, 0.10))
@@ -76,12 +84,19 @@ func testLimiter(t *testing.T, lim Limiter) {
 	limited, refLimited := sharesWithRoom(t, pid, ref, 2*time.Second)
 	require.NoError(t, lim.Unlimit(pid))
 	time.Sleep(200 * time.Millisecond) // a throttled period runs out
-	again, refAgain := sharesWithRoom(t, pid, ref, 2*time.Second)
+	var again, refAgain float64
+	for try := 1; try <= 5; try++ {
+		again, refAgain = sharesWithRoom(t, pid, ref, 2*time.Second)
+		if again > refAgain/2 && again > liftedFloor {
+			break
+		}
+	}
 	t.Logf("%s: limited to 10%%: %.2f of a CPU (reference %.2f); lifted: %.2f (reference %.2f)",
 		lim.Name(), limited, refLimited, again, refAgain)
 	require.Less(t, limited, 0.16)
 	require.Less(t, limited, refLimited/2)
 	require.Greater(t, again, refAgain/2)
+	require.Greater(t, again, liftedFloor)
 }
 
 func TestCgroupLimiter(t *testing.T) {
