@@ -17,17 +17,17 @@ const (
 	transportTimeout = 10 * time.Second
 	// rpcsInFlight is how many AppendEntries RPCs a leader keeps in
 	// flight to each follower. An entry that finds every slot taken waits
-	// for the oldest RPC's answer: on a link with a round trip of D, D/S
-	// apart with S slots, so D/(2S) on average. hashicorp/raft's default,
-	// 2, cost most of a round trip (chaos slow-network at +250 ms each
-	// way: 53% of the baseline with 2, 62% and 70% with 16). With 16, an
-	// open load's batches at +250 ms on the leader's egress took 285 ms
-	// at the median in 3 runs of 3; with 64, 260-268 ms (2026-11-28). A
-	// slot costs nothing while it is free, and the bytes in flight are
-	// the write rate times the round trip whatever S is. Under a full
-	// load the slots fill on a fast link too, and more of them make more,
-	// smaller RPCs: the standard RF=3 run was about 3.5% slower with 64
-	// than with 16 (docs/results.md, "Chaos tally").
+	// for the oldest RPC's answer: with S slots on a round trip of D, the
+	// slots free D/S apart, so it waits D/(2S) on average. hashicorp/raft's
+	// default, 2, cost most of a round trip (chaos slow-network at +250 ms
+	// each way: 53% of the baseline with 2, 62% and 70% with 16). With 16,
+	// an open load's batches at +250 ms on the leader's egress took 285 ms
+	// at the median in 3 runs of 3; with 64, 260-268 ms (2026-11-28). The
+	// bytes in flight are the write rate times the round trip whatever S
+	// is, but under a full load the slots fill on a fast link too, and
+	// more of them make more, smaller RPCs: the standard RF=3 run was
+	// about 3.5% slower with 64 than with 16 (docs/results.md, "Chaos
+	// tally").
 	rpcsInFlight = 64
 )
 
