@@ -10,6 +10,7 @@ import (
 
 	"github.com/batchkv/batchkv/auth"
 	"github.com/batchkv/batchkv/internal/netcount"
+	"github.com/batchkv/batchkv/internal/rawsock"
 	"github.com/batchkv/batchkv/kvs/backend"
 	"github.com/batchkv/batchkv/kvs/replica/transport"
 	"github.com/batchkv/batchkv/kvs/sniff"
@@ -114,7 +115,7 @@ const writePiece = 256 << 10
 // handle completes a new connection's handshake and hands it to its
 // protocol.
 func (s *Server) handle(st *connState) {
-	var conn net.Conn = &activityConn{Conn: &netcount.Conn{Conn: st.raw, In: &s.stats.BytesIn, Out: &s.stats.BytesOut},
+	var conn net.Conn = &activityConn{Conn: &netcount.Conn{Conn: rawsock.Wrap(st.raw), In: &s.stats.BytesIn, Out: &s.stats.BytesOut},
 		st: st, writeTimeout: s.limits.WriteTimeout}
 	_ = st.raw.SetDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
 	if s.serverTLS != nil {

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/batchkv/batchkv/auth"
+	"github.com/batchkv/batchkv/internal/rawsock"
 )
 
 // TLS mismatches, found when a connection fails: the error of the dial
@@ -42,18 +43,23 @@ var (
 // timeout. A TLS handshake that fails because the server speaks plaintext
 // wraps ErrServerNotTLS.
 func Dial(ctx context.Context, addr string, timeout time.Duration, tlsCfg *tls.Config) (net.Conn, error) {
-	d := net.Dialer{Timeout: timeout}
-	if tlsCfg == nil {
-		return d.DialContext(ctx, "tcp", addr)
-	}
-	td := tls.Dialer{NetDialer: &d, Config: auth.ForAddr(tlsCfg, addr)}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	c, err := td.DialContext(ctx, "tcp", addr)
+	var d net.Dialer
+	raw, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
+		return nil, err
+	}
+	conn := rawsock.Wrap(raw)
+	if tlsCfg == nil {
+		return conn, nil
+	}
+	tc := tls.Client(conn, auth.ForAddr(tlsCfg, addr))
+	if err := tc.HandshakeContext(ctx); err != nil {
+		_ = raw.Close()
 		return nil, classifyTLSError(fmt.Errorf("client: TLS to %s: %w", addr, err), addr, timeout)
 	}
-	return c, nil
+	return tc, nil
 }
 
 // HTTPClient speaks net/rpc's HTTP CONNECT handshake on conn, to the
