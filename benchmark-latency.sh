@@ -11,6 +11,8 @@ OPS=20000
 PORT=29080
 REDIS_PORT=29379
 OUT=""
+SERVER_CPU=""
+CLIENT_CPU=""
 
 usage() {
     cat <<USAGE
@@ -26,6 +28,12 @@ Runs ROUNDS rounds, each of:
       op: as a batch of one op (client Do), through the client's Put and
       Get (its auto-batcher), and as one command to Redis from the same
       Go program. Interleaved, the three see the same moment's noise.
+With --cpus, every server (redis-server, kvsserver) runs on one CPU and
+every client (redis-benchmark, kvsclient) on another, or the same: on a
+small VM a round trip costs about twice as much when the scheduler puts
+client and server on different cores as on one, and it moves between the
+two within a run, so pinning both systems the same way compares them at
+one placement.
 Prints each round's p50 and p99 and then the medians over the rounds with
 the ratios batchkv / Redis (below 1 is faster than Redis) and Get / Do.
 Installs Redis from Debian's packages if missing.
@@ -35,6 +43,8 @@ Options (defaults in brackets):
   --ops N           ops of each kind per run [$OPS]
   --port N          port of kvsserver on 127.0.0.1 [$PORT]
   --redis-port N    port of redis-server on 127.0.0.1 [$REDIS_PORT]
+  --cpus S,C        run the servers on CPU S and the clients on CPU C
+                    (taskset; S and C may be equal) [not pinned]
   --quick           1 round of 2,000 ops
   --out DIR         write results to DIR [logs/latency-<timestamp>]
   -h, --help        this help
@@ -48,6 +58,9 @@ while [[ $# -gt 0 ]]; do
         --ops) OPS="${2:?}"; shift 2 ;;
         --port) PORT="${2:?}"; shift 2 ;;
         --redis-port) REDIS_PORT="${2:?}"; shift 2 ;;
+        --cpus)
+            [[ ${2:-} =~ ^([0-9]+),([0-9]+)$ ]] || { echo "--cpus wants S,C, two CPU numbers (see --help)" >&2; exit 2; }
+            SERVER_CPU=${BASH_REMATCH[1]}; CLIENT_CPU=${BASH_REMATCH[2]}; shift 2 ;;
         --quick) ROUNDS=1; OPS=2000; shift ;;
         --out) OUT="${2:?}"; shift 2 ;;
         *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
@@ -57,6 +70,22 @@ for n in "$ROUNDS" "$OPS" "$PORT" "$REDIS_PORT"; do
     [[ $n =~ ^[1-9][0-9]*$ ]] || { echo "not a positive number: $n (see --help)" >&2; exit 2; }
 done
 
+if [[ -n $SERVER_CPU ]]; then
+    command -v taskset >/dev/null || { echo "--cpus needs taskset (Debian's util-linux)" >&2; exit 2; }
+    for cpu in "$SERVER_CPU" "$CLIENT_CPU"; do
+        taskset -c "$cpu" true 2>/dev/null || { echo "--cpus: no CPU $cpu here" >&2; exit 2; }
+    done
+fi
+
+# on_cpu ROLE CMD...: run CMD on the CPU of ROLE (server or client) when
+# --cpus was given, else as it is.
+on_cpu() {
+    local cpu=$SERVER_CPU
+    [[ $1 == client ]] && cpu=$CLIENT_CPU
+    shift
+    if [[ -n $cpu ]]; then taskset -c "$cpu" "$@"; else "$@"; fi
+}
+
 # shellcheck source=lib/redis.sh
 source "$ROOT/lib/redis.sh"
 redis_install redis-server
@@ -65,7 +94,7 @@ OUT="${OUT:-$ROOT/logs/latency-$(date +%Y%m%d-%H%M%S)}"
 mkdir -p "$OUT"
 CSV="$OUT/latency.csv"
 echo "round,system,op,p50_us,p99_us" > "$CSV"
-echo "rounds=$ROUNDS ops=$OPS port=$PORT redis_port=$REDIS_PORT value_bytes=128"
+echo "rounds=$ROUNDS ops=$OPS port=$PORT redis_port=$REDIS_PORT value_bytes=128 cpus=${SERVER_CPU:-any},${CLIENT_CPU:-any}"
 echo "redis: $(redis-server --version)"
 echo "results: $OUT"
 
@@ -79,9 +108,10 @@ trap 'exit 130' INT TERM
 redis_round() {
     local round=$1
     redis_start "$REDIS_PORT" "$OUT/redis-server-$round.log"
+    [[ -z $SERVER_CPU ]] || taskset -a -p -c "$SERVER_CPU" "$REDIS_PID" > /dev/null
     # The keys first, so that every GET finds a 128-byte value.
     redis_load "$REDIS_PORT" "$OPS" > "$OUT/redis-load-$round.log"
-    redis-benchmark -p "$REDIS_PORT" -c 1 -P 1 -t set,get -n "$OPS" -r "$OPS" -d 128 --csv \
+    on_cpu client redis-benchmark -p "$REDIS_PORT" -c 1 -P 1 -t set,get -n "$OPS" -r "$OPS" -d 128 --csv \
         > "$OUT/redis-benchmark-$round.csv"
     # "SET","rps","avg","min","p50","p95","p99","max" in milliseconds.
     awk -F, -v r="$round" 'NR > 1 { gsub(/"/, ""); t = tolower($1);
@@ -93,10 +123,10 @@ redis_round() {
 # Redis of redis_round, interleaved.
 batchkv_round() {
     local round=$1
-    "$ROOT/bin/kvsserver" -host 127.0.0.1 -port "$PORT" > "$OUT/kvsserver-$round.log" 2>&1 &
+    on_cpu server "$ROOT/bin/kvsserver" -host 127.0.0.1 -port "$PORT" > "$OUT/kvsserver-$round.log" 2>&1 &
     procs_add "$!"
     wait_port "$PORT"
-    "$ROOT/bin/kvsclient" -hosts "127.0.0.1:$PORT" -sync-ops "$OPS" -sync-redis "127.0.0.1:$REDIS_PORT" \
+    on_cpu client "$ROOT/bin/kvsclient" -hosts "127.0.0.1:$PORT" -sync-ops "$OPS" -sync-redis "127.0.0.1:$REDIS_PORT" \
         -valueBytes 128 > "$OUT/kvsclient-$round.txt" 2>&1 || { tail -5 "$OUT/kvsclient-$round.txt" >&2; exit 1; }
     # "sync put via Do n N p50 57.1µs p90 .. p99 80µs ..": Go durations.
     awk -v r="$round" '
