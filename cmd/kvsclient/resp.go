@@ -13,6 +13,7 @@ import (
 
 	"github.com/batchkv/batchkv/client"
 	"github.com/batchkv/batchkv/internal/netcount"
+	"github.com/batchkv/batchkv/internal/rawsock"
 	"github.com/batchkv/batchkv/resp"
 	"github.com/batchkv/batchkv/wire"
 )
@@ -75,7 +76,9 @@ func (c *respClient) get(ctx context.Context) (*respConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	var conn net.Conn = &netcount.Conn{Conn: raw, In: &c.in, Out: &c.out}
+	// The same socket I/O as the client library's (internal/rawsock), so
+	// that -sync-redis times Redis and batchkv through the same path.
+	var conn net.Conn = &netcount.Conn{Conn: rawsock.Wrap(raw), In: &c.in, Out: &c.out}
 	if c.tls != nil {
 		tc := tls.Client(conn, c.tls)
 		if err := tc.HandshakeContext(ctx); err != nil {
