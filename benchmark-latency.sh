@@ -84,14 +84,15 @@ if [[ -n $SERVER_CPU ]]; then
     done
 fi
 
-# on_cpu ROLE CMD...: run CMD on the CPU of ROLE (server or client) when
-# --cpus was given, else as it is.
-on_cpu() {
-    local cpu=$SERVER_CPU
-    [[ $1 == client ]] && cpu=$CLIENT_CPU
-    shift
-    if [[ -n $cpu ]]; then taskset -c "$cpu" "$@"; else "$@"; fi
-}
+# ON_SERVER_CPU and ON_CLIENT_CPU prefix a command to run it on its CPU
+# (taskset, which execs it: a server started in the background keeps the
+# PID procs_stop stops).
+ON_SERVER_CPU=()
+ON_CLIENT_CPU=()
+if [[ -n $SERVER_CPU ]]; then
+    ON_SERVER_CPU=(taskset -c "$SERVER_CPU")
+    ON_CLIENT_CPU=(taskset -c "$CLIENT_CPU")
+fi
 
 # shellcheck source=lib/redis.sh
 source "$ROOT/lib/redis.sh"
@@ -112,13 +113,23 @@ trap 'exit 130' INT TERM
 
 # redis_round ROUND: Redis's p50 and p99 of lone SETs and GETs under
 # redis-benchmark; Redis stays up for batchkv_round.
+# port_free PORT: exit if something already listens on 127.0.0.1:PORT
+# (a server left from another run would be the one measured).
+port_free() {
+    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then
+        echo "something already listens on 127.0.0.1:$1; stop it, or choose another port (see --help)" >&2
+        exit 1
+    fi
+}
+
 redis_round() {
     local round=$1
+    port_free "$REDIS_PORT"
     redis_start "$REDIS_PORT" "$OUT/redis-server-$round.log"
     [[ -z $SERVER_CPU ]] || taskset -a -p -c "$SERVER_CPU" "$REDIS_PID" > /dev/null
     # The keys first, so that every GET finds a 128-byte value.
     redis_load "$REDIS_PORT" "$OPS" > "$OUT/redis-load-$round.log"
-    on_cpu client redis-benchmark -p "$REDIS_PORT" -c 1 -P 1 -t set,get -n "$OPS" -r "$OPS" -d 128 --csv \
+    "${ON_CLIENT_CPU[@]}" redis-benchmark -p "$REDIS_PORT" -c 1 -P 1 -t set,get -n "$OPS" -r "$OPS" -d 128 --csv \
         > "$OUT/redis-benchmark-$round.csv"
     # "SET","rps","avg","min","p50","p95","p99","max" in milliseconds.
     awk -F, -v r="$round" 'NR > 1 { gsub(/"/, ""); t = tolower($1);
@@ -132,7 +143,7 @@ redis_round() {
 sync_run() {
     local round=$1 suffix=$2 out="$OUT/kvsclient-$1$2.txt"
     shift 2
-    on_cpu client "$ROOT/bin/kvsclient" -hosts "127.0.0.1:$PORT" -sync-ops "$OPS" -valueBytes 128 "$@" \
+    "${ON_CLIENT_CPU[@]}" "$ROOT/bin/kvsclient" -hosts "127.0.0.1:$PORT" -sync-ops "$OPS" -valueBytes 128 "$@" \
         > "$out" 2>&1 || { tail -5 "$out" >&2; exit 1; }
     # "sync put via Do n N p50 57.1µs p90 .. p99 80µs ..": Go durations.
     awk -v r="$round" -v sfx="$suffix" '
@@ -150,7 +161,8 @@ sync_run() {
 # interleaved with the Redis of redis_round.
 batchkv_round() {
     local round=$1
-    on_cpu server "$ROOT/bin/kvsserver" -host 127.0.0.1 -port "$PORT" > "$OUT/kvsserver-$round.log" 2>&1 &
+    port_free "$PORT"
+    "${ON_SERVER_CPU[@]}" "$ROOT/bin/kvsserver" -host 127.0.0.1 -port "$PORT" > "$OUT/kvsserver-$round.log" 2>&1 &
     procs_add "$!"
     wait_port "$PORT"
     sync_run "$round" ""
