@@ -1,0 +1,63 @@
+package client_test
+
+import (
+	"context"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batchkv/batchkv/client"
+	"github.com/batchkv/batchkv/wire"
+)
+
+// countingListener counts the connections it accepts.
+type countingListener struct {
+	net.Listener
+	accepted atomic.Int32
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.accepted.Add(1)
+	}
+	return c, err
+}
+
+// TestLoneCallerKeepsToOneConnection: with two connections per server, a
+// caller making one call at a time opens and uses one of them; callers
+// with calls in flight together open the second.
+func TestLoneCallerKeepsToOneConnection(t *testing.T) {
+	ln := &countingListener{Listener: listen(t, "127.0.0.1:0")}
+	addr := ln.Addr().String()
+	serve(t, ln, []string{addr})
+	cl, err := client.New(client.Config{Servers: []string{addr}, ConnsPerServer: 2})
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx := context.Background()
+	for i := 0; i < 200; i++ {
+		_, err := cl.Do(ctx, []wire.Op{{Code: wire.OpPut, Key: "k", Value: "v"}})
+		require.NoError(t, err)
+	}
+	require.EqualValues(t, 1, ln.accepted.Load(), "a lone caller opened more than one connection")
+
+	deadline := time.Now().Add(10 * time.Second)
+	for ln.accepted.Load() < 2 && time.Now().Before(deadline) {
+		var wg sync.WaitGroup
+		for g := 0; g < 8; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < 50; i++ {
+					_, _ = cl.Do(ctx, []wire.Op{{Code: wire.OpGet, Key: "k"}})
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	require.EqualValues(t, 2, ln.accepted.Load(), "concurrent callers did not spread to the second connection")
+}
