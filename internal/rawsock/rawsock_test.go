@@ -41,8 +41,8 @@ func pair(t *testing.T) (wrapped net.Conn, peer *net.TCPConn) {
 
 func TestWrapTakesTCPOnLinux(t *testing.T) {
 	w, _ := pair(t)
-	_, direct := w.(*Conn)
-	require.Equal(t, runtime.GOOS == "linux", direct)
+	_, unwrapped := w.(*net.TCPConn)
+	require.Equal(t, runtime.GOOS != "linux", unwrapped)
 	a, b := net.Pipe()
 	defer a.Close()
 	defer b.Close()
