@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/batchkv/batchkv/internal/breaker"
 	"github.com/batchkv/batchkv/internal/muxconn"
 	"github.com/batchkv/batchkv/internal/netcount"
 	"github.com/batchkv/batchkv/internal/rpcdial"
@@ -26,7 +27,7 @@ type serverConn struct {
 	dialTimeout time.Duration
 	tls         *tls.Config
 	traffic     *traffic
-	health      *health
+	health      *breaker.Breaker
 	next        atomic.Uint32
 	busy        atomic.Int32 // calls in flight over all connections
 
@@ -38,7 +39,7 @@ type serverConn struct {
 func newServerConn(addr string, cfg *Config, t *traffic) *serverConn {
 	return &serverConn{
 		addr: addr, codec: cfg.Codec, dialTimeout: cfg.DialTimeout, tls: cfg.TLS, traffic: t,
-		health:  newHealth(cfg.FailureThreshold, cfg.Cooldown, cfg.MaxCooldown),
+		health:  breaker.New(cfg.FailureThreshold, cfg.Cooldown, cfg.MaxCooldown),
 		clients: make([]rpcConn, cfg.ConnsPerServer),
 	}
 }
@@ -85,27 +86,27 @@ func (s *serverConn) drop(i int, c rpcConn) {
 
 // call sends one batch and waits for its reply or for ctx. reply must not
 // be reused after a ctx error: net/rpc may still write into it. A server
-// marked unhealthy (see health) fails the call at once.
+// marked unhealthy (package internal/breaker) fails the call at once.
 func (s *serverConn) call(ctx context.Context, args *wire.BatchArgs, reply *wire.BatchReply) error {
-	probe, err := s.health.admit()
+	probe, err := s.health.Admit()
 	if err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrUnavailable, s.addr, err)
 	}
 	v, err := s.try(ctx, args, reply)
-	s.health.report(probe, v, err)
+	s.health.Report(probe, v, err)
 	return err
 }
 
-func (s *serverConn) try(ctx context.Context, args *wire.BatchArgs, reply *wire.BatchReply) (verdict, error) {
+func (s *serverConn) try(ctx context.Context, args *wire.BatchArgs, reply *wire.BatchReply) (breaker.Verdict, error) {
 	i := s.pick()
 	s.busy.Add(1)
 	defer s.busy.Add(-1)
 	c, err := s.get(ctx, i)
 	if err != nil {
 		if errors.Is(err, ErrClosed) || ctx.Err() == context.Canceled {
-			return neutral, err
+			return breaker.Neutral, err
 		}
-		return failed, fmt.Errorf("%w: %s: %w", ErrUnavailable, s.addr, err)
+		return breaker.Failed, fmt.Errorf("%w: %s: %w", ErrUnavailable, s.addr, err)
 	}
 	callErr := c.call(ctx, args, reply)
 	if callErr != nil && ctx.Err() != nil && errors.Is(callErr, ctx.Err()) {
@@ -114,23 +115,23 @@ func (s *serverConn) try(ctx context.Context, args *wire.BatchArgs, reply *wire.
 			// connection, so that calls stuck on it fail now and the next
 			// call (or probe) starts afresh.
 			s.drop(i, c)
-			return failed, fmt.Errorf("%w: %s: no reply before the deadline: %w", ErrUnavailable, s.addr, ctx.Err())
+			return breaker.Failed, fmt.Errorf("%w: %s: no reply before the deadline: %w", ErrUnavailable, s.addr, ctx.Err())
 		}
-		return neutral, ctx.Err()
+		return breaker.Neutral, ctx.Err()
 	}
 	if callErr == nil {
-		return succeeded, nil
+		return breaker.Succeeded, nil
 	}
 	if errors.Is(callErr, wire.ErrFrameTooLarge) { // nothing was sent
-		return neutral, fmt.Errorf("%w: %w", ErrTooLarge, callErr)
+		return breaker.Neutral, fmt.Errorf("%w: %w", ErrTooLarge, callErr)
 	}
 	var serverErr rpc.ServerError
 	if errors.As(callErr, &serverErr) {
-		return succeeded, fmt.Errorf("client: server %s rejected the batch: %s", s.addr, string(serverErr))
+		return breaker.Succeeded, fmt.Errorf("client: server %s rejected the batch: %s", s.addr, string(serverErr))
 	}
 	// The connection is broken (ErrShutdown, EOF, reset): redial next time.
 	s.drop(i, c)
-	return failed, fmt.Errorf("%w: %s: %w", ErrUnavailable, s.addr, callErr)
+	return breaker.Failed, fmt.Errorf("%w: %s: %w", ErrUnavailable, s.addr, callErr)
 }
 
 func (s *serverConn) close() {
