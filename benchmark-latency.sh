@@ -113,15 +113,6 @@ trap 'exit 130' INT TERM
 
 # redis_round ROUND: Redis's p50 and p99 of lone SETs and GETs under
 # redis-benchmark; Redis stays up for batchkv_round.
-# port_free PORT: exit if something already listens on 127.0.0.1:PORT
-# (a server left from another run would be the one measured).
-port_free() {
-    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then
-        echo "something already listens on 127.0.0.1:$1; stop it, or choose another port (see --help)" >&2
-        exit 1
-    fi
-}
-
 redis_round() {
     local round=$1
     port_free "$REDIS_PORT"

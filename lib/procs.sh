@@ -20,11 +20,23 @@ procs_stop() {
     PIDS=()
 }
 
+# listening PORT: whether something listens on 127.0.0.1:PORT.
+listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# port_free PORT: exit if something already listens on 127.0.0.1:PORT (a
+# server left from another run would be the one measured).
+port_free() {
+    if listening "$1"; then
+        echo "something already listens on 127.0.0.1:$1; stop it, or choose another port (see --help)" >&2
+        exit 1
+    fi
+}
+
 # wait_port PORT: until something listens on 127.0.0.1:PORT (10 s at most).
 wait_port() {
     local _
     for _ in $(seq 100); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+        listening "$1" && return 0
         sleep 0.1
     done
     echo "nothing listens on 127.0.0.1:$1 after 10 s" >&2
