@@ -38,3 +38,11 @@ func SetServeByMapForTest(s *Server, on bool) {
 func SetCASOnLeaderForTest(s *Server, on bool) {
 	s.svc.backend.(*backend.Replicated).Planted.CASOnLeader.Store(on)
 }
+
+// CallsTracked returns how many requests' calls the server holds for the
+// Service to find by their arguments (Server.calls).
+func CallsTracked(s *Server) int {
+	n := 0
+	s.calls.Range(func(_, _ any) bool { n++; return true })
+	return n
+}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/rpc"
 	"os"
 	"os/exec"
 	"runtime"
@@ -539,6 +540,48 @@ func TestDuplicateSequenceNumbersReleaseTheirCharges(t *testing.T) {
 		_, err = io.CopyN(io.Discard, r, int64(binary.LittleEndian.Uint32(hdr[:4])-8))
 		require.NoError(t, err)
 	}
+	require.Eventually(t, func() bool { return kvs.ReplyBytesHeld(srv) == 0 }, 5*time.Second, 10*time.Millisecond,
+		"reply bytes still charged: %d", kvs.ReplyBytesHeld(srv))
+}
+
+// TestServedCallsAreForgotten: every request's call is let go once it is
+// answered, whichever path served it: a batch on the binary port and on
+// net/rpc's gob codec (served without net/rpc's reflection), a malformed
+// batch, and the skeleton's Get and Put (served by net/rpc).
+func TestServedCallsAreForgotten(t *testing.T) {
+	srv, addr := startServer(t, kvs.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, codec := range []string{"binary", "gob"} {
+		cl, err := client.New(client.Config{Servers: []string{addr}, Codec: codec})
+		require.NoError(t, err)
+		for i := range 20 {
+			require.NoError(t, cl.Put(ctx, fmt.Sprint(codec, i), "v"))
+			_, err := cl.Do(ctx, []wire.Op{{Code: wire.OpGet, Key: fmt.Sprint(codec, i)}})
+			require.NoError(t, err)
+		}
+		cl.Close()
+	}
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	frame := append(binaryFrame(1, &wire.BatchArgs{Ops: []wire.Op{{Code: wire.OpGet, Key: "k"}}}), 0xff)
+	binary.LittleEndian.PutUint32(frame, binary.LittleEndian.Uint32(frame)+1) // a byte after the last op
+	_, err = conn.Write(append([]byte(wire.Preamble), frame...))
+	require.NoError(t, err)
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	reply := make([]byte, 256)
+	n, err := io.ReadAtLeast(conn, reply, 16)
+	require.NoError(t, err, "the malformed batch was answered")
+	require.Contains(t, string(reply[16:n]), "malformed", "the reply is the decoding error")
+	rc, err := rpc.DialHTTP("tcp", addr)
+	require.NoError(t, err)
+	defer rc.Close()
+	require.NoError(t, rc.Call("KVService.Put", &skeletonPutRequest{Key: "s", Value: "v"}, &skeletonPutResponse{}))
+	var got skeletonGetResponse
+	require.NoError(t, rc.Call("KVService.Get", &skeletonGetRequest{Key: "s"}, &got))
+	require.Equal(t, "v", got.Value)
+	require.Equal(t, 0, kvs.CallsTracked(srv), "calls still tracked after every request was answered")
 	require.Eventually(t, func() bool { return kvs.ReplyBytesHeld(srv) == 0 }, 5*time.Second, 10*time.Millisecond,
 		"reply bytes still charged: %d", kvs.ReplyBytesHeld(srv))
 }

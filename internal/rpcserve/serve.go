@@ -1,7 +1,9 @@
 // Package rpcserve serves a net/rpc connection as rpc.Server's ServeCodec
-// does, one difference apart: a quick request is served by the goroutine
-// that read it, which then reads on. ServeCodec starts a goroutine for
-// every request, and so wakes two per call: its reader, then the call's.
+// does, two differences apart: a quick request is served by the goroutine
+// that read it, which then reads on, and a method may be served by a
+// function of the caller's own, without net/rpc's reflection. ServeCodec
+// starts a goroutine for every request, and so wakes two per call: its
+// reader, then the call's.
 package rpcserve
 
 import (
@@ -9,25 +11,36 @@ import (
 	"sync"
 )
 
+// Direct serves a request itself, or leaves it to net/rpc. It is given
+// the header of a request just read. To leave the request, it returns
+// false having read nothing more. To serve it, it reads the body and
+// writes the reply through codec, as rpc.Server does (a body that cannot
+// be read is answered with the error), and returns true. Reading the body
+// through codec hands the reading on as Serve says.
+type Direct func(req *rpc.Request, codec rpc.ServerCodec) bool
+
 // Serve serves codec's requests with srv until the stream ends and every
 // request read is answered, then closes codec. quick says, of a request's
 // decoded arguments, whether it is served where it was read: any other
 // request first hands the reading to a new goroutine, so that a slow one
-// holds up none behind it. Replies are written one at a time.
-func Serve(srv *rpc.Server, codec rpc.ServerCodec, quick func(args any) bool) {
-	c := &conn{ServerCodec: codec, srv: srv, quick: quick, finished: make(chan struct{})}
+// holds up none behind it. direct, if not nil, is offered each request
+// before srv. Replies are written one at a time.
+func Serve(srv *rpc.Server, codec rpc.ServerCodec, quick func(args any) bool, direct Direct) {
+	c := &conn{ServerCodec: codec, srv: srv, quick: quick, direct: direct, finished: make(chan struct{})}
 	c.read()
 	<-c.finished
 }
 
 type conn struct {
 	rpc.ServerCodec
-	srv   *rpc.Server
-	quick func(any) bool
+	srv    *rpc.Server
+	quick  func(any) bool
+	direct Direct
 
 	// The reader's own: one goroutine at a time reads.
-	handOff *bool // set when the reader started the next one
-	ended   bool  // a header could not be read: the stream is over
+	handOff *bool        // set when the reader started the next one
+	ended   bool         // a header could not be read: the stream is over
+	replay  *rpc.Request // a header direct left to srv, read again by srv
 
 	serving  sync.WaitGroup // goroutines serving a request after handing the reading on
 	finished chan struct{}  // closed once every request is answered and codec closed
@@ -41,7 +54,7 @@ func (c *conn) read() {
 	for {
 		var handedOff bool
 		c.handOff = &handedOff
-		_ = c.srv.ServeRequest(c) // a bad request's error was answered, or the stream ended
+		c.serveOne()
 		if handedOff {
 			c.serving.Done()
 			return
@@ -55,8 +68,31 @@ func (c *conn) read() {
 	close(c.finished)
 }
 
+// serveOne serves one request, by direct or by srv. A bad request's error
+// is answered; a header that cannot be read ends the stream.
+func (c *conn) serveOne() {
+	if c.direct == nil {
+		_ = c.srv.ServeRequest(c)
+		return
+	}
+	var req rpc.Request
+	if c.ReadRequestHeader(&req) != nil {
+		return
+	}
+	if c.direct(&req, c) {
+		return
+	}
+	c.replay = &req
+	_ = c.srv.ServeRequest(c)
+}
+
 // ReadRequestHeader implements rpc.ServerCodec.
 func (c *conn) ReadRequestHeader(r *rpc.Request) error {
+	if c.replay != nil {
+		*r = *c.replay
+		c.replay = nil
+		return nil
+	}
 	err := c.ServerCodec.ReadRequestHeader(r)
 	if err != nil {
 		c.ended = true
