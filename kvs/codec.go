@@ -67,10 +67,11 @@ func (s *Server) serveCodec(st *connState, inner rpc.ServerCodec) {
 }
 
 // serveDirect serves a BatchOp as net/rpc would, without its reflection,
-// and with the call at hand rather than looked up by its arguments (the
-// per-request work that made a lone op on the binary port cost about
-// 1.7 µs more than on the RESP port). Other methods go to net/rpc. via is
-// the codec that hands the reading on and writes one reply at a time.
+// and with the call at hand rather than looked up by its arguments: that
+// per-request work made a lone op slower on the binary port than on the
+// RESP port (docs/results.md, "Lone ops"). Other methods go to net/rpc.
+// via is the codec that hands the reading on and writes one reply at a
+// time.
 func (c *serverCodec) serveDirect(req *rpc.Request, via rpc.ServerCodec) bool {
 	if req.ServiceMethod != wire.BatchOpMethod {
 		return false
