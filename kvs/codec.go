@@ -17,7 +17,9 @@ import (
 
 // call is one request from the moment its header is read until its reply
 // is written: the connection it came on and the reply bytes charged to
-// it. The Service finds the call of its arguments through Server.calls.
+// it. A BatchOp is served with its call at hand (serveDirect); for the
+// methods net/rpc calls, the Service finds the call of its arguments
+// through Server.calls.
 type call struct {
 	backend.Call        // its connection's reply budget, and what the reply holds charged
 	clientSeq    uint64 // the sequence number the client gave
@@ -44,7 +46,7 @@ type serverCodec struct {
 
 	cur    *call  // of the request whose header was just read; reader only
 	next   uint64 // the codec's own sequence numbers; reader only
-	direct bool   // the request whose header was just read is served by serveDirect; reader only
+	direct bool   // the body about to be read is serveDirect's; reader only
 	mu     sync.Mutex
 	calls  map[uint64]*call // guarded by mu: by the codec's sequence number, until answered
 
@@ -124,7 +126,6 @@ func (c *serverCodec) ReadRequestHeader(r *rpc.Request) error {
 	// The client's sequence numbers need not be unique; calls are tracked
 	// by the codec's own, and the client's is put back in the reply.
 	c.next++
-	c.direct = false
 	c.cur = &call{Call: backend.Call{Conn: c.st.replies}, clientSeq: r.Seq}
 	r.Seq = c.next
 	c.mu.Lock()
@@ -136,6 +137,8 @@ func (c *serverCodec) ReadRequestHeader(r *rpc.Request) error {
 
 // ReadRequestBody implements rpc.ServerCodec.
 func (c *serverCodec) ReadRequestBody(x any) error {
+	direct := c.direct
+	c.direct = false
 	if err := c.ServerCodec.ReadRequestBody(x); err != nil {
 		if !errors.Is(err, wire.ErrMalformed) && !errors.Is(err, wire.ErrTooManyOps) {
 			c.bad(err) // the connection is out of step; the codec closed it
@@ -158,7 +161,7 @@ func (c *serverCodec) ReadRequestBody(x any) error {
 	c.cur.request = RequestBytes(x)
 	c.st.requests.Charge(c.cur.request)
 	c.s.requests.Charge(c.cur.request)
-	if !c.direct {
+	if !direct {
 		c.s.calls.Store(x, c.cur) // for the Service's method, which net/rpc calls
 	}
 	return nil

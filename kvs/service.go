@@ -38,7 +38,10 @@ func (s *Service) callOf(args any) *call {
 	return s.calls(args)
 }
 
-// BatchOp applies args.Ops in order and answers one result per op.
+// BatchOp applies args.Ops in order and answers one result per op. A
+// server's connections serve it without net/rpc (serverCodec.serveDirect);
+// it is registered so that net/rpc knows the method, and a caller of the
+// Service itself (a test) may call it.
 func (s *Service) BatchOp(args *wire.BatchArgs, reply *wire.BatchReply) error {
 	s.batch(args, reply, s.callOf(args))
 	return nil
