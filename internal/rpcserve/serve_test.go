@@ -24,8 +24,9 @@ func (Arith) Add(args *Args, reply *int) error { *reply = args.A + args.B; retur
 // Mul multiplies; net/rpc serves it.
 func (Arith) Mul(args *Args, reply *int) error { *reply = args.A * args.B; return nil }
 
-// direct serves Arith.Add as net/rpc would, and counts the calls it serves.
-type direct struct{ served atomic.Int64 }
+// direct serves Arith.Add as net/rpc would, and counts the calls it
+// serves and the bad bodies it answers.
+type direct struct{ served, bad atomic.Int64 }
 
 func (d *direct) serve(req *rpc.Request, codec rpc.ServerCodec) bool {
 	if req.ServiceMethod != "Arith.Add" {
@@ -33,6 +34,7 @@ func (d *direct) serve(req *rpc.Request, codec rpc.ServerCodec) bool {
 	}
 	var args Args
 	if err := codec.ReadRequestBody(&args); err != nil {
+		d.bad.Add(1)
 		_ = codec.WriteResponse(&rpc.Response{ServiceMethod: req.ServiceMethod, Seq: req.Seq, Error: err.Error()}, struct{}{})
 		return true
 	}
@@ -112,6 +114,9 @@ func TestDirectAnswersABadBodyAndReadsOn(t *testing.T) {
 	}
 	if err := c.Call("Arith.Add", &Args{1, 2}, &sum); err != nil || sum != 3 {
 		t.Fatalf("Add(1, 2) after a bad body = %d, %v; want 3", sum, err)
+	}
+	if d.bad.Load() != 1 || d.served.Load() != 1 {
+		t.Fatalf("direct answered %d bad bodies and served %d calls, want 1 and 1", d.bad.Load(), d.served.Load())
 	}
 }
 
