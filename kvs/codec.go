@@ -44,11 +44,10 @@ type serverCodec struct {
 	st    *connState
 	slots chan struct{} // one per request in flight
 
-	cur    *call  // of the request whose header was just read; reader only
-	next   uint64 // the codec's own sequence numbers; reader only
-	direct bool   // the body about to be read is serveDirect's; reader only
-	mu     sync.Mutex
-	calls  map[uint64]*call // guarded by mu: by the codec's sequence number, until answered
+	cur   *call  // of the request whose header was just read; reader only
+	next  uint64 // the codec's own sequence numbers; reader only
+	mu    sync.Mutex
+	calls map[uint64]*call // guarded by mu: by the codec's sequence number, until answered
 
 	writeBy time.Time // the write deadline last set; rpcserve's writing lock guards it
 }
@@ -79,7 +78,6 @@ func (c *serverCodec) serveDirect(req *rpc.Request, via rpc.ServerCodec) bool {
 		return false
 	}
 	cl := c.cur // before the body is read: then the reading may pass on
-	c.direct = true
 	args := new(wire.BatchArgs)
 	if err := via.ReadRequestBody(args); err != nil {
 		// net/rpc's answer to a body it cannot decode.
@@ -137,8 +135,6 @@ func (c *serverCodec) ReadRequestHeader(r *rpc.Request) error {
 
 // ReadRequestBody implements rpc.ServerCodec.
 func (c *serverCodec) ReadRequestBody(x any) error {
-	direct := c.direct
-	c.direct = false
 	if err := c.ServerCodec.ReadRequestBody(x); err != nil {
 		if !errors.Is(err, wire.ErrMalformed) && !errors.Is(err, wire.ErrTooManyOps) {
 			c.bad(err) // the connection is out of step; the codec closed it
@@ -161,8 +157,10 @@ func (c *serverCodec) ReadRequestBody(x any) error {
 	c.cur.request = RequestBytes(x)
 	c.st.requests.Charge(c.cur.request)
 	c.s.requests.Charge(c.cur.request)
-	if !direct {
-		c.s.calls.Store(x, c.cur) // for the Service's method, which net/rpc calls
+	if _, batch := x.(*wire.BatchArgs); !batch {
+		// For the Service's method, which net/rpc calls. A batch (the only
+		// method that takes BatchArgs) is serveDirect's, which has its call.
+		c.s.calls.Store(x, c.cur)
 	}
 	return nil
 }
