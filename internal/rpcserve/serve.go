@@ -23,8 +23,8 @@ type Direct func(req *rpc.Request, codec rpc.ServerCodec) bool
 // request read is answered, then closes codec. quick says, of a request's
 // decoded arguments, whether it is served where it was read: any other
 // request first hands the reading to a new goroutine, so that a slow one
-// holds up none behind it. direct, if not nil, is offered each request
-// before srv. Replies are written one at a time.
+// holds up none behind it. direct is offered each request before srv.
+// Replies are written one at a time.
 func Serve(srv *rpc.Server, codec rpc.ServerCodec, quick func(args any) bool, direct Direct) {
 	c := &conn{ServerCodec: codec, srv: srv, quick: quick, direct: direct, finished: make(chan struct{})}
 	c.read()
@@ -71,10 +71,6 @@ func (c *conn) read() {
 // serveOne serves one request, by direct or by srv. A bad request's error
 // is answered; a header that cannot be read ends the stream.
 func (c *conn) serveOne() {
-	if c.direct == nil {
-		_ = c.srv.ServeRequest(c)
-		return
-	}
 	var req rpc.Request
 	if c.ReadRequestHeader(&req) != nil {
 		return
