@@ -118,7 +118,7 @@ func (c *Client) Health() []ServerHealth {
 	conns := c.members.Load().conns
 	out := make([]ServerHealth, len(conns))
 	for i, s := range conns {
-		out[i] = serverHealth(s.addr, s.health.State())
+		out[i] = serverHealth(s)
 	}
 	return out
 }

@@ -33,6 +33,8 @@ const (
 	DefaultMaxCooldown = 5 * time.Second
 	// DefaultAttemptTimeout is Config.AttemptTimeout's default.
 	DefaultAttemptTimeout = 5 * time.Second
+	// DefaultLonePoll is Config.LonePoll's default.
+	DefaultLonePoll = 100 * time.Microsecond
 )
 
 // Config configures a Client. Zero fields take the defaults above.
@@ -81,6 +83,16 @@ type Config struct {
 	// below Cooldown is raised to it.
 	Cooldown    time.Duration
 	MaxCooldown time.Duration
+	// LonePoll is the longest a lone call polls its socket for its reply
+	// before it sleeps until the reply comes. A lone call is a batch of
+	// at most LoneOps ops with no other call in flight to its server
+	// (a lone Get or Put too). Polling spends the caller's CPU to spare
+	// it the wake-up of a sleeping thread, which on a small VM costs
+	// more than the server's work; the client times its lone calls both
+	// ways and polls only while that makes them quicker by a tenth
+	// (package internal/busypoll). Binary codec without TLS only.
+	// Default DefaultLonePoll (100µs); negative: never poll.
+	LonePoll time.Duration
 
 	// Shards, when positive, says the cluster is replicated: keys map to
 	// this many shards, each replicated on RF servers (package
@@ -126,6 +138,7 @@ func (c *Config) validate() error {
 		orDefault(&c.RF, 1)
 	}
 	orDefault(&c.AttemptTimeout, DefaultAttemptTimeout)
+	orDefault(&c.LonePoll, DefaultLonePoll)
 	switch {
 	case c.ConnsPerServer < 0, c.MaxInFlight < 0, c.DialTimeout < 0, c.Linger < 0, c.BatchTimeout < 0,
 		c.FailureThreshold < 0, c.Cooldown < 0, c.Shards < 0, c.RF < 0, c.AttemptTimeout < 0:

@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/batchkv/batchkv/internal/breaker"
+	"github.com/batchkv/batchkv/internal/busypoll"
 	"github.com/batchkv/batchkv/internal/muxconn"
 	"github.com/batchkv/batchkv/internal/netcount"
+	"github.com/batchkv/batchkv/internal/rawsock"
 	"github.com/batchkv/batchkv/internal/rpcdial"
 	"github.com/batchkv/batchkv/wire"
 )
@@ -30,6 +32,7 @@ type serverConn struct {
 	health      *breaker.Breaker
 	next        atomic.Uint32
 	busy        atomic.Int32 // calls in flight over all connections
+	lonePoll    *busypoll.Policy
 
 	mu      sync.Mutex
 	clients []rpcConn // guarded by mu; nil slots are dialled on demand
@@ -39,10 +42,15 @@ type serverConn struct {
 func newServerConn(addr string, cfg *Config, t *traffic) *serverConn {
 	return &serverConn{
 		addr: addr, codec: cfg.Codec, dialTimeout: cfg.DialTimeout, tls: cfg.TLS, traffic: t,
-		health:  breaker.New(cfg.FailureThreshold, cfg.Cooldown, cfg.MaxCooldown),
-		clients: make([]rpcConn, cfg.ConnsPerServer),
+		health:   breaker.New(cfg.FailureThreshold, cfg.Cooldown, cfg.MaxCooldown),
+		lonePoll: busypoll.New(cfg.LonePoll),
+		clients:  make([]rpcConn, cfg.ConnsPerServer),
 	}
 }
+
+// LoneOps is the most ops a lone call holds (Config.LonePoll): a batch
+// the server serves in the goroutine that read it.
+const LoneOps = 32
 
 // pick returns the connection for a call: the first when no call is in
 // flight, else each in turn. A lone caller so keeps to one connection,
@@ -66,7 +74,7 @@ func (s *serverConn) get(ctx context.Context, i int) (rpcConn, error) {
 	if c := s.clients[i]; c != nil {
 		return c, nil
 	}
-	c, err := dial(ctx, s.addr, s.codec, s.dialTimeout, s.tls, s.traffic)
+	c, err := dial(ctx, s.addr, s.codec, s.dialTimeout, s.tls, s.traffic, s.lonePoll)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +107,7 @@ func (s *serverConn) call(ctx context.Context, args *wire.BatchArgs, reply *wire
 
 func (s *serverConn) try(ctx context.Context, args *wire.BatchArgs, reply *wire.BatchReply) (breaker.Verdict, error) {
 	i := s.pick()
-	s.busy.Add(1)
+	lone := s.busy.Add(1) == 1 && len(args.Ops) <= LoneOps
 	defer s.busy.Add(-1)
 	c, err := s.get(ctx, i)
 	if err != nil {
@@ -108,7 +116,7 @@ func (s *serverConn) try(ctx context.Context, args *wire.BatchArgs, reply *wire.
 		}
 		return breaker.Failed, fmt.Errorf("%w: %s: %w", ErrUnavailable, s.addr, err)
 	}
-	callErr := c.call(ctx, args, reply)
+	callErr := c.call(ctx, args, reply, lone)
 	if callErr != nil && ctx.Err() != nil && errors.Is(callErr, ctx.Err()) {
 		if ctx.Err() == context.DeadlineExceeded {
 			// The server is slow or gone without a word. Drop the
@@ -149,8 +157,10 @@ func (s *serverConn) close() {
 // dial opens one net/rpc connection with the named codec: "binary" (the
 // default) or "gob", which speaks net/rpc's own HTTP CONNECT handshake and
 // gob encoding, as the course skeleton's client does; over TLS when
-// tlsCfg is set.
-func dial(ctx context.Context, addr, codec string, timeout time.Duration, tlsCfg *tls.Config, t *traffic) (rpcConn, error) {
+// tlsCfg is set. A binary connection's lone calls poll as lonePoll
+// chooses, if its socket can (not over TLS, whose reads are the TLS
+// layer's).
+func dial(ctx context.Context, addr, codec string, timeout time.Duration, tlsCfg *tls.Config, t *traffic, lonePoll *busypoll.Policy) (rpcConn, error) {
 	raw, err := rpcdial.Dial(ctx, addr, timeout, tlsCfg)
 	if err != nil {
 		return nil, err
@@ -163,7 +173,11 @@ func dial(ctx context.Context, addr, codec string, timeout time.Duration, tlsCfg
 			_ = conn.Close()
 			return nil, err
 		}
-		return muxCall{muxconn.New(conn, cc)}, nil
+		var polling *muxconn.Polling
+		if sp, ok := raw.(rawsock.ReadSpinner); ok {
+			polling = &muxconn.Polling{Socket: sp, Policy: lonePoll}
+		}
+		return muxCall{muxconn.New(conn, cc, polling)}, nil
 	case "gob":
 		rc, err := rpcdial.HTTPClient(conn, addr, timeout, tlsCfg != nil)
 		if err != nil {

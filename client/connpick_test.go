@@ -2,7 +2,9 @@ package client_test
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -60,4 +62,41 @@ func TestLoneCallerKeepsToOneConnection(t *testing.T) {
 		wg.Wait()
 	}
 	require.EqualValues(t, 2, ln.accepted.Load(), "concurrent callers did not spread to the second connection")
+}
+
+// TestLoneCallsAreTimedBothWays: a lone caller's calls are timed both
+// ways (Config.LonePoll), and reported in Health; with LonePoll negative
+// they never poll, and a batch of more than LoneOps ops is not timed.
+func TestLoneCallsAreTimedBothWays(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("sockets poll on Linux only (package internal/rawsock)")
+	}
+	ln := listen(t, "127.0.0.1:0")
+	addr := ln.Addr().String()
+	serve(t, ln, []string{addr})
+	ctx := context.Background()
+	big := make([]wire.Op, client.LoneOps+1)
+	for i := range big {
+		big[i] = wire.Op{Code: wire.OpPut, Key: fmt.Sprint("k", i), Value: "v"}
+	}
+	for _, lonePoll := range []time.Duration{0, -1} {
+		cl, err := client.New(client.Config{Servers: []string{addr}, LonePoll: lonePoll})
+		require.NoError(t, err)
+		_, err = cl.Do(ctx, big)
+		require.NoError(t, err)
+		h := cl.Health()[0]
+		require.Zero(t, h.LoneSlept+h.LonePolled, "a batch of %d ops was timed", len(big))
+		for range 100 {
+			_, err := cl.Do(ctx, []wire.Op{{Code: wire.OpPut, Key: "k", Value: "v"}})
+			require.NoError(t, err)
+		}
+		h = cl.Health()[0]
+		require.Positive(t, h.LoneSlept, "LonePoll %v", lonePoll)
+		if lonePoll < 0 {
+			require.Zero(t, h.LonePolled, "a call polled with LonePoll %v", lonePoll)
+		} else {
+			require.Positive(t, h.LonePolled)
+		}
+		require.NoError(t, cl.Close())
+	}
 }

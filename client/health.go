@@ -1,10 +1,6 @@
 package client
 
-import (
-	"time"
-
-	"github.com/batchkv/batchkv/internal/breaker"
-)
+import "time"
 
 // ServerHealth is the client's view of one server (its circuit breaker,
 // package internal/breaker).
@@ -19,8 +15,16 @@ type ServerHealth struct {
 	RetryIn time.Duration
 	// LastError is the last failure, if any since the last success.
 	LastError error
+	// LoneSlept and LonePolled are the moving mean times of the lone
+	// calls to the server that slept for their replies and of those that
+	// polled (Config.LonePoll): lone calls poll while LonePolled is under
+	// nine tenths of LoneSlept. Zero for a way not yet timed.
+	LoneSlept, LonePolled time.Duration
 }
 
-func serverHealth(addr string, st breaker.State) ServerHealth {
-	return ServerHealth{Addr: addr, Healthy: st.Healthy, Failures: st.Failures, RetryIn: st.RetryIn, LastError: st.LastError}
+func serverHealth(s *serverConn) ServerHealth {
+	st := s.health.State()
+	h := ServerHealth{Addr: s.addr, Healthy: st.Healthy, Failures: st.Failures, RetryIn: st.RetryIn, LastError: st.LastError}
+	h.LoneSlept, h.LonePolled = s.lonePoll.Means()
+	return h
 }

@@ -14,14 +14,15 @@ type rpcConn interface {
 	// it returns ctx.Err(), and reply must not be reused, for the reply
 	// may still be written into it. A server's error comes back as an
 	// rpc.ServerError; any other error means the connection is broken.
-	call(ctx context.Context, args *wire.BatchArgs, reply *wire.BatchReply) error
+	// lone: see muxconn.Conn.Call.
+	call(ctx context.Context, args *wire.BatchArgs, reply *wire.BatchReply, lone bool) error
 	Close() error
 }
 
 // netrpcConn is a net/rpc client (the gob codec's).
 type netrpcConn struct{ *rpc.Client }
 
-func (c netrpcConn) call(ctx context.Context, args *wire.BatchArgs, reply *wire.BatchReply) error {
+func (c netrpcConn) call(ctx context.Context, args *wire.BatchArgs, reply *wire.BatchReply, _ bool) error {
 	call := c.Go(wire.BatchOpMethod, args, reply, make(chan *rpc.Call, 1))
 	select {
 	case <-call.Done:
@@ -34,6 +35,6 @@ func (c netrpcConn) call(ctx context.Context, args *wire.BatchArgs, reply *wire.
 // muxCall is a binary-codec connection (package muxconn).
 type muxCall struct{ *muxconn.Conn }
 
-func (c muxCall) call(ctx context.Context, args *wire.BatchArgs, reply *wire.BatchReply) error {
-	return c.Call(ctx, args, reply)
+func (c muxCall) call(ctx context.Context, args *wire.BatchArgs, reply *wire.BatchReply, lone bool) error {
+	return c.Call(ctx, args, reply, lone)
 }

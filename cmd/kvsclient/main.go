@@ -77,6 +77,7 @@ type options struct {
 	cpuprofile string
 	syncOps    int
 	syncRedis  string
+	lonePoll   time.Duration
 	tls        *tls.Config
 
 	stallConns, stallRequests, stallGets, stallValueBytes int
@@ -108,6 +109,7 @@ func parse(args []string) (*options, error) {
 	fs.IntVar(&o.vnodes, "vnodes", 0, fmt.Sprintf("virtual nodes per server; must match the servers' (0: %d)", ring.DefaultVirtualNodes))
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the measured load to this file")
 	fs.IntVar(&o.syncOps, "sync-ops", 0, "instead of the load: load this many keys, then time as many synchronous single puts over them, then as many gets, from one goroutine, each op as a batch of one (Do) and through Put or Get in turn; print their latency percentiles")
+	fs.DurationVar(&o.lonePoll, "lone-poll", client.DefaultLonePoll, "the longest a lone call polls its socket for its reply before it sleeps (client.Config.LonePoll); negative: never poll")
 	fs.StringVar(&o.syncRedis, "sync-redis", "", "with -sync-ops: host:port of a Redis server that each op is also sent to, as one command, interleaved with the others")
 	fs.BoolVar(&o.check, "check", false, "check the run: -check-clients more goroutines work on -check-keys hot keys, every op recorded, and porcupine checks their history when the run ends")
 	fs.IntVar(&o.checkClients, "check-clients", 4, "with -check: goroutines on the hot keys, besides the -numClients of the load")
@@ -195,7 +197,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		if !ok {
 			return errors.New("-sync-ops needs -protocol batchkv (for RESP, redis-benchmark -c 1 -P 1 measures lone commands)")
 		}
-		return syncLatency(ctx, lib, o.syncRedis, o.syncOps, strings.Repeat("v", o.valueBytes), stdout)
+		return syncLatency(ctx, lib, o.syncRedis, o.lonePoll, o.syncOps, strings.Repeat("v", o.valueBytes), stdout)
 	}
 	if o.preload {
 		start := time.Now()
@@ -232,7 +234,7 @@ func newClient(o *options, stdout io.Writer) (batchClient, error) {
 	if o.protocol == "resp" {
 		return newRESPClient(o.hosts, o.tls), nil
 	}
-	cfg := client.Config{Servers: o.hosts, Codec: o.codec, ConnsPerServer: o.conns, VirtualNodes: o.vnodes, TLS: o.tls}
+	cfg := client.Config{Servers: o.hosts, Codec: o.codec, ConnsPerServer: o.conns, VirtualNodes: o.vnodes, TLS: o.tls, LonePoll: o.lonePoll}
 	if l, err := (client.Admin{TLS: o.tls}).Discover(o.hosts[0], 5*time.Second); tlsflags.IsMismatch(err) {
 		return nil, err
 	} else if err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/batchkv/batchkv/client"
+	"github.com/batchkv/batchkv/internal/busypoll"
 	"github.com/batchkv/batchkv/internal/netcount"
 	"github.com/batchkv/batchkv/internal/rawsock"
 	"github.com/batchkv/batchkv/resp"
@@ -41,6 +42,11 @@ type respClient struct {
 	idle     []*respConn // guarded by mu
 	closed   bool        // guarded by mu
 	dialTime time.Duration
+	// lonePoll, when set, lets a pipeline of at most client.LoneOps
+	// commands poll for its replies, as the client library's lone calls
+	// do (client.Config.LonePoll), so that -sync-redis times Redis with
+	// the same waiting as batchkv. Set before the first call.
+	lonePoll *busypoll.Policy
 }
 
 type respConn struct {
@@ -48,6 +54,8 @@ type respConn struct {
 	w    *bufio.Writer
 	r    *resp.Reader
 	buf  []byte
+	spin rawsock.ReadSpinner // the socket, if it can poll and lonePoll is set
+	poll *busypoll.Policy
 }
 
 // respReplyLimits bound the replies a respClient accepts.
@@ -78,7 +86,9 @@ func (c *respClient) get(ctx context.Context) (*respConn, error) {
 	}
 	// The same socket I/O as the client library's (internal/rawsock), so
 	// that -sync-redis times Redis and batchkv through the same path.
-	var conn net.Conn = &netcount.Conn{Conn: rawsock.Wrap(raw), In: &c.in, Out: &c.out}
+	sock := rawsock.Wrap(raw)
+	var conn net.Conn = &netcount.Conn{Conn: sock, In: &c.in, Out: &c.out}
+	rc := &respConn{}
 	if c.tls != nil {
 		tc := tls.Client(conn, c.tls)
 		if err := tc.HandshakeContext(ctx); err != nil {
@@ -86,8 +96,11 @@ func (c *respClient) get(ctx context.Context) (*respConn, error) {
 			return nil, err
 		}
 		conn = tc
+	} else if sp, ok := sock.(rawsock.ReadSpinner); ok && c.lonePoll != nil {
+		rc.spin, rc.poll = sp, c.lonePoll
 	}
-	return &respConn{conn: conn, w: bufio.NewWriterSize(conn, 64<<10), r: resp.NewReader(conn, respReplyLimits)}, nil
+	rc.conn, rc.w, rc.r = conn, bufio.NewWriterSize(conn, 64<<10), resp.NewReader(conn, respReplyLimits)
+	return rc, nil
 }
 
 func (c *respClient) put(rc *respConn) {
@@ -132,12 +145,22 @@ func (c *respClient) DoInto(ctx context.Context, ops []wire.Op, results []wire.R
 	return fmt.Errorf("%w: %w", client.ErrUnavailable, err)
 }
 
-func (rc *respConn) pipeline(ctx context.Context, ops []wire.Op, results []wire.Result) error {
+func (rc *respConn) pipeline(ctx context.Context, ops []wire.Op, results []wire.Result) (err error) {
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = time.Now().Add(time.Minute)
 	}
 	_ = rc.conn.SetDeadline(deadline)
+	if rc.poll != nil && len(ops) <= client.LoneOps {
+		spin, start := rc.poll.Choose(), time.Now()
+		rc.spin.SetReadSpin(spin)
+		defer rc.spin.SetReadSpin(0)
+		defer func() {
+			if err == nil {
+				rc.poll.Observe(spin, time.Since(start))
+			}
+		}()
+	}
 	for i := range ops {
 		rc.buf = appendOp(rc.buf[:0], &ops[i])
 		if _, err := rc.w.Write(rc.buf); err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/batchkv/batchkv/client"
+	"github.com/batchkv/batchkv/internal/busypoll"
 	"github.com/batchkv/batchkv/wire"
 )
 
@@ -31,13 +32,15 @@ type syncLeg struct {
 // more than by their code; interleaved, each pair of legs sees the same
 // noise and their ratio is the code's. It prints the latency percentiles
 // of each op and leg.
-func syncLatency(ctx context.Context, cl *client.Client, redisAddr string, n int, value string, stdout io.Writer) error {
+func syncLatency(ctx context.Context, cl *client.Client, redisAddr string, lonePoll time.Duration, n int, value string, stdout io.Writer) error {
 	legs := []syncLeg{
 		{"Do", func(ctx context.Context, op wire.Op) (wire.Result, error) { return doOne(ctx, cl, op) }},
 		{"Put", func(ctx context.Context, op wire.Op) (wire.Result, error) { return libOne(ctx, cl, op) }},
 	}
+	var rc *respClient
 	if redisAddr != "" {
-		rc := newRESPClient([]string{redisAddr}, nil)
+		rc = newRESPClient([]string{redisAddr}, nil)
+		rc.lonePoll = busypoll.New(lonePoll)
 		defer rc.Close()
 		legs = append(legs, syncLeg{"redis", func(ctx context.Context, op wire.Op) (wire.Result, error) { return doOne(ctx, rc, op) }})
 	}
@@ -90,6 +93,13 @@ func syncLatency(ctx context.Context, cl *client.Client, redisAddr string, n int
 			fmt.Fprintf(stdout, "sync %s via %s n %d p50 %v p90 %v p99 %v p99.9 %v p99.99 %v max %v\n", syncOpName(code), via, n,
 				pct(0.50), pct(0.90), pct(0.99), pct(0.999), pct(0.9999), l[len(l)-1])
 		}
+	}
+	for _, h := range cl.Health() {
+		fmt.Fprintf(stdout, "lone calls to %s: mean %v asleep, %v polling (0: not tried)\n", h.Addr, h.LoneSlept, h.LonePolled)
+	}
+	if rc != nil {
+		slept, polled := rc.lonePoll.Means()
+		fmt.Fprintf(stdout, "lone calls to Redis %s: mean %v asleep, %v polling (0: not tried)\n", redisAddr, slept, polled)
 	}
 	return nil
 }

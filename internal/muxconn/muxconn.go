@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/batchkv/batchkv/internal/busypoll"
+	"github.com/batchkv/batchkv/internal/rawsock"
 	"github.com/batchkv/batchkv/wire"
 )
 
@@ -23,12 +25,16 @@ import (
 // caller): on a 2-core VM each hand-off between threads costs tens of
 // microseconds.
 //
+// A lone call (Call's lone) may poll the socket for its reply rather
+// than sleep until it comes, as the Conn's Polling chooses.
+//
 // A reader whose ctx ends while it waits for a reply's first byte stops
 // at once and leaves the connection as it was; once a reply has begun,
 // it reads it to the end.
 type Conn struct {
-	raw   net.Conn
-	codec *wire.ClientCodec
+	raw     net.Conn
+	codec   *wire.ClientCodec
+	polling *Polling // nil: no call polls
 
 	writing sync.Mutex // one request written at a time
 
@@ -52,16 +58,30 @@ type pendingCall struct {
 // error of the connection's own says more.
 var errConnBroken = errors.New("muxconn: connection closed")
 
-// New returns a Conn over raw, whose codec is codec.
-func New(raw net.Conn, codec *wire.ClientCodec) *Conn {
-	return &Conn{raw: raw, codec: codec, pending: map[uint64]*pendingCall{}}
+// Polling lets a lone call poll its socket for its reply, rather than
+// sleep until it comes, when its Policy finds that quicker (package
+// busypoll).
+type Polling struct {
+	Socket rawsock.ReadSpinner // the socket under the codec
+	Policy *busypoll.Policy
+}
+
+// New returns a Conn over raw, whose codec is codec; with polling not
+// nil, its lone calls may poll for their replies.
+func New(raw net.Conn, codec *wire.ClientCodec, polling *Polling) *Conn {
+	return &Conn{raw: raw, codec: codec, polling: polling, pending: map[uint64]*pendingCall{}}
 }
 
 // Call sends args and waits for the reply in reply, or for ctx: then it
 // returns ctx.Err(), and reply must not be reused, for the reply may
 // still be written into it. A server's error comes back as an
 // rpc.ServerError; any other error means the connection is broken.
-func (c *Conn) Call(ctx context.Context, args *wire.BatchArgs, reply *wire.BatchReply) error {
+//
+// lone says that the caller expects its reply soon and has no other call
+// in flight to the server: such a call, if it finds no other on the
+// connection, reads its reply itself, polling for it as the Conn's
+// Polling chooses, and times itself for that choice.
+func (c *Conn) Call(ctx context.Context, args *wire.BatchArgs, reply *wire.BatchReply, lone bool) error {
 	pc := &pendingCall{reply: reply, wake: make(chan struct{}, 1)}
 	c.mu.Lock()
 	if c.broken != nil {
@@ -71,7 +91,13 @@ func (c *Conn) Call(ctx context.Context, args *wire.BatchArgs, reply *wire.Batch
 	c.seq++
 	seq := c.seq
 	c.pending[seq] = pc
+	timed := lone && c.polling != nil && len(c.pending) == 1 && !c.reading
 	c.mu.Unlock()
+	var spin time.Duration
+	var start time.Time
+	if timed {
+		spin, start = c.polling.Policy.Choose(), time.Now()
+	}
 
 	c.writing.Lock()
 	err := c.codec.WriteRequest(&rpc.Request{ServiceMethod: wire.BatchOpMethod, Seq: seq}, args)
@@ -83,19 +109,32 @@ func (c *Conn) Call(ctx context.Context, args *wire.BatchArgs, reply *wire.Batch
 		}
 		c.fail(err)
 	}
+	readSelf := false // the call read its own reply: its time is the way it took
 	for {
 		c.mu.Lock()
 		if pc.done {
+			err := pc.err
 			c.mu.Unlock()
-			return pc.err
+			if timed && readSelf && err == nil {
+				c.polling.Policy.Observe(spin, time.Since(start))
+			}
+			return err
 		}
 		if !c.reading {
 			c.reading = true
 			c.mu.Unlock()
-			if err := c.readUntil(ctx, pc); err != nil {
+			if spin > 0 {
+				c.polling.Socket.SetReadSpin(spin)
+			}
+			err := c.readUntil(ctx, pc)
+			if spin > 0 {
+				c.polling.Socket.SetReadSpin(0)
+			}
+			if err != nil {
 				c.forget(seq)
 				return err
 			}
+			readSelf = true
 			continue
 		}
 		c.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/rpc"
+	"runtime"
 	"strconv"
 	"sync"
 	"testing"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batchkv/batchkv/internal/busypoll"
+	"github.com/batchkv/batchkv/internal/rawsock"
 	"github.com/batchkv/batchkv/wire"
 )
 
@@ -73,14 +76,14 @@ func dialMux(t *testing.T, addr string) *Conn {
 	require.NoError(t, err)
 	codec, err := wire.NewClientCodec(conn)
 	require.NoError(t, err)
-	mc := New(conn, codec)
+	mc := New(conn, codec, nil)
 	t.Cleanup(func() { _ = mc.Close() })
 	return mc
 }
 
 func getOne(ctx context.Context, mc *Conn, key string) (string, error) {
 	var reply wire.BatchReply
-	err := mc.Call(ctx, &wire.BatchArgs{Ops: []wire.Op{{Code: wire.OpGet, Key: key}}}, &reply)
+	err := mc.Call(ctx, &wire.BatchArgs{Ops: []wire.Op{{Code: wire.OpGet, Key: key}}}, &reply, false)
 	if err != nil {
 		return "", err
 	}
@@ -193,4 +196,68 @@ func TestMuxConnBrokenConnectionFailsEveryCall(t *testing.T) {
 	}
 	_, err := getOne(t.Context(), mc, "later")
 	require.Error(t, err)
+}
+
+// recordingSpinner is a socket's ReadSpinner that records each spin set.
+type recordingSpinner struct {
+	sock rawsock.ReadSpinner
+	mu   sync.Mutex
+	set  []time.Duration
+}
+
+func (r *recordingSpinner) SetReadSpin(d time.Duration) {
+	r.mu.Lock()
+	r.set = append(r.set, d)
+	r.mu.Unlock()
+	r.sock.SetReadSpin(d)
+}
+
+func (r *recordingSpinner) takeSet() []time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.set
+	r.set = nil
+	return s
+}
+
+// TestMuxConnLoneCallsPoll: a lone call polls its socket for its reply as
+// the Policy chooses (polling first, sleeping next), and is timed; a call
+// that is not lone neither polls nor is timed.
+func TestMuxConnLoneCallsPoll(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("sockets poll on Linux only (package rawsock)")
+	}
+	addr := echoServer(t, func(string) {})
+	raw, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	sock := rawsock.Wrap(raw)
+	codec, err := wire.NewClientCodec(sock)
+	require.NoError(t, err)
+	rec := &recordingSpinner{sock: sock.(rawsock.ReadSpinner)}
+	policy := busypoll.New(50 * time.Millisecond)
+	mc := New(sock, codec, &Polling{Socket: rec, Policy: policy})
+	t.Cleanup(func() { _ = mc.Close() })
+
+	call := func(key string, lone bool) {
+		t.Helper()
+		var reply wire.BatchReply
+		require.NoError(t, mc.Call(t.Context(), &wire.BatchArgs{Ops: []wire.Op{{Code: wire.OpGet, Key: key}}}, &reply, lone))
+		require.Equal(t, key, reply.Results[0].Value)
+	}
+	call("a", false)
+	require.Empty(t, rec.takeSet(), "a call that is not lone does not poll")
+	slept, polled := policy.Means()
+	require.Zero(t, slept)
+	require.Zero(t, polled)
+
+	call("b", true)
+	require.Equal(t, []time.Duration{50 * time.Millisecond, 0}, rec.takeSet(), "the first lone call polls, and the spin is undone after")
+	_, polled = policy.Means()
+	require.Positive(t, polled)
+	require.Less(t, polled, 5*time.Second)
+
+	call("c", true)
+	require.Empty(t, rec.takeSet(), "the second sleeps")
+	slept, _ = policy.Means()
+	require.Positive(t, slept)
 }

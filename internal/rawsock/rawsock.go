@@ -16,10 +16,14 @@
 // larger ones take the runtime's own path, which lets another thread run
 // the goroutines of a P whose thread is busy copying. Readiness, deadlines
 // and Close work as on the wrapped connection: the waiting is still done
-// by the runtime's network poller (syscall.RawConn).
+// by the runtime's network poller (syscall.RawConn), after a poll of the
+// socket for as long as SetReadSpin allows (none by default).
 package rawsock
 
-import "net"
+import (
+	"net"
+	"time"
+)
 
 // SmallBytes is the largest read or write made as a direct system call.
 const SmallBytes = 64 << 10
@@ -34,4 +38,10 @@ func Wrap(c net.Conn) net.Conn {
 		return c
 	}
 	return wrapTCP(tc)
+}
+
+// ReadSpinner is a connection whose Reads can poll for data for a while
+// before they wait (SetReadSpin): a *Conn, on Linux.
+type ReadSpinner interface {
+	SetReadSpin(d time.Duration)
 }

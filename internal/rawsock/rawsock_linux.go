@@ -5,7 +5,9 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 )
 
@@ -20,6 +22,9 @@ type Conn struct {
 	rn     int
 	rerr   syscall.Errno
 	readFn func(fd uintptr) bool // c.readOnce, made once
+
+	spin      atomic.Int64 // nanoseconds a Read that finds no data polls (SetReadSpin)
+	spinUntil time.Time    // guarded by rmu: this Read polls until then
 
 	wmu     sync.Mutex // one Write at a time; guards the write fields
 	wbuf    []byte
@@ -50,6 +55,10 @@ func (c *Conn) Read(p []byte) (int, error) {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
 	c.rbuf, c.rn, c.rerr = p, 0, 0
+	c.spinUntil = time.Time{}
+	if d := c.spin.Load(); d > 0 {
+		c.spinUntil = time.Now().Add(time.Duration(d))
+	}
 	err := c.rc.Read(c.readFn) // a deadline, or the connection closed
 	n, errno := c.rn, c.rerr
 	c.rbuf = nil
@@ -64,8 +73,17 @@ func (c *Conn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// readOnce reads once into c.rbuf; false asks the poller to wait until the
-// socket is readable.
+// SetReadSpin makes each later Read that finds no data poll the socket
+// for up to d, giving the CPU to any other thread that wants it between
+// tries, before it waits in the runtime's poller; 0 (the default) turns
+// that off. Waking a thread that sleeps costs a round trip on a small VM
+// more than the server's own work (docs/results.md, "Lone ops"), so a
+// caller that expects its reply within microseconds may rather spend the
+// CPU. Its Read still ends at a deadline or Close, at the latest d late.
+func (c *Conn) SetReadSpin(d time.Duration) { c.spin.Store(int64(max(d, 0))) }
+
+// readOnce reads once into c.rbuf, polling until c.spinUntil if it finds
+// no data; false asks the poller to wait until the socket is readable.
 func (c *Conn) readOnce(fd uintptr) bool {
 	for {
 		n, _, errno := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&c.rbuf[0])), uintptr(len(c.rbuf)))
@@ -75,7 +93,16 @@ func (c *Conn) readOnce(fd uintptr) bool {
 			return true
 		case syscall.EINTR:
 		case syscall.EAGAIN:
-			return false
+			if c.spinUntil.IsZero() {
+				return false
+			}
+			if time.Now().After(c.spinUntil) {
+				// Once per Read: a wake-up of the poller that finds
+				// no data waits again at once.
+				c.spinUntil = time.Time{}
+				return false
+			}
+			syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
 		default:
 			c.rerr = errno
 			return true

@@ -1,0 +1,115 @@
+package rawsock
+
+import (
+	"net"
+	"os"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// threadCPU is the CPU time the calling thread has used.
+func threadCPU() (time.Duration, error) {
+	var ru syscall.Rusage
+	err := syscall.Getrusage(1, &ru) // RUSAGE_THREAD
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), err
+}
+
+// readLate reads from w on a thread of its own while the peer writes
+// "late" after delay, and returns the bytes read, how long the Read
+// took and the CPU its thread used meanwhile.
+func readLate(t *testing.T, w net.Conn, peer *net.TCPConn, delay time.Duration) (got string, took, cpu time.Duration) {
+	t.Helper()
+	type result struct {
+		got       string
+		took, cpu time.Duration
+		err       error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		buf := make([]byte, 16)
+		before, err := threadCPU()
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		start := time.Now()
+		n, err := w.Read(buf)
+		took := time.Since(start)
+		after, cpuErr := threadCPU()
+		if err == nil {
+			err = cpuErr
+		}
+		done <- result{string(buf[:n]), took, after - before, err}
+	}()
+	time.Sleep(delay)
+	_, err := peer.Write([]byte("late"))
+	require.NoError(t, err)
+	r := <-done
+	require.NoError(t, r.err)
+	return r.got, r.took, r.cpu
+}
+
+// TestReadSpinPollsThenSleeps: a Read that finds no data polls for up to
+// its spin, spending its thread's CPU, then sleeps until the data comes;
+// with no spin it sleeps at once.
+func TestReadSpinPollsThenSleeps(t *testing.T) {
+	w, peer := pair(t)
+	sp := w.(ReadSpinner)
+
+	sp.SetReadSpin(40 * time.Millisecond)
+	got, took, cpu := readLate(t, w, peer, 80*time.Millisecond)
+	require.Equal(t, "late", got)
+	require.GreaterOrEqual(t, took, 70*time.Millisecond)
+	// Polling yields between tries, so another busy thread may take a
+	// share of the 40 ms; alone it is all of them.
+	require.Greater(t, cpu, 10*time.Millisecond, "the Read polled")
+	require.Less(t, cpu, 70*time.Millisecond, "the Read slept after its spin")
+
+	sp.SetReadSpin(0)
+	got, _, cpu = readLate(t, w, peer, 40*time.Millisecond)
+	require.Equal(t, "late", got)
+	require.Less(t, cpu, 5*time.Millisecond, "the Read slept at once")
+}
+
+// TestReadSpinEndsWithTheData: data that comes while a Read polls ends the
+// Read at once, not at the end of its spin.
+func TestReadSpinEndsWithTheData(t *testing.T) {
+	w, peer := pair(t)
+	w.(ReadSpinner).SetReadSpin(5 * time.Second)
+	got, took, _ := readLate(t, w, peer, 20*time.Millisecond)
+	require.Equal(t, "late", got)
+	require.Less(t, took, 2*time.Second)
+}
+
+// TestReadSpinKeepsDeadlinesAndClose: a polling Read still ends at its
+// deadline, and on Close, at the latest a spin late.
+func TestReadSpinKeepsDeadlinesAndClose(t *testing.T) {
+	w, _ := pair(t)
+	w.(ReadSpinner).SetReadSpin(30 * time.Millisecond)
+	require.NoError(t, w.SetReadDeadline(time.Now().Add(5*time.Millisecond)))
+	start := time.Now()
+	_, err := w.Read(make([]byte, 16))
+	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+	require.Less(t, time.Since(start), 2*time.Second)
+
+	require.NoError(t, w.SetReadDeadline(time.Time{}))
+	done := make(chan error, 1)
+	go func() {
+		_, err := w.Read(make([]byte, 16))
+		done <- err
+	}()
+	time.Sleep(10 * time.Millisecond)
+	require.NoError(t, w.Close())
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, net.ErrClosed)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not end a polling Read")
+	}
+}
