@@ -35,6 +35,9 @@ const (
 	DefaultAttemptTimeout = 5 * time.Second
 	// DefaultLonePoll is Config.LonePoll's default.
 	DefaultLonePoll = 100 * time.Microsecond
+	// MaxLonePoll is the most Config.LonePoll may be: a reply that takes
+	// longer is not worth a CPU's polling.
+	MaxLonePoll = time.Millisecond
 )
 
 // Config configures a Client. Zero fields take the defaults above.
@@ -90,8 +93,10 @@ type Config struct {
 	// it the wake-up of a sleeping thread, which on a small VM costs
 	// more than the server's work; the client times its lone calls both
 	// ways and polls only while that makes them quicker by a tenth
-	// (package internal/busypoll). Binary codec without TLS only.
-	// Default DefaultLonePoll (100µs); negative: never poll.
+	// (package internal/busypoll); its lone calls are timed even when it
+	// never polls, for Health. Binary codec without TLS, on Linux only.
+	// Default DefaultLonePoll (100µs), at most MaxLonePoll; negative:
+	// never poll.
 	LonePoll time.Duration
 
 	// Shards, when positive, says the cluster is replicated: keys map to
@@ -145,6 +150,8 @@ func (c *Config) validate() error {
 		return errors.New("client: negative Config field")
 	case c.MaxBatchOps < 0 || c.MaxBatchOps > wire.MaxBatchOps:
 		return fmt.Errorf("client: MaxBatchOps %d outside [1, %d]", c.MaxBatchOps, wire.MaxBatchOps)
+	case c.LonePoll > MaxLonePoll:
+		return fmt.Errorf("client: LonePoll %v over %v", c.LonePoll, MaxLonePoll)
 	case c.Codec != "" && c.Codec != DefaultCodec && c.Codec != "gob":
 		return fmt.Errorf("client: unknown codec %q (want binary or gob)", c.Codec)
 	}

@@ -49,7 +49,7 @@ func newServerConn(addr string, cfg *Config, t *traffic) *serverConn {
 }
 
 // LoneOps is the most ops a lone call holds (Config.LonePoll): a batch
-// the server serves in the goroutine that read it.
+// the server serves in the goroutine that read it (kvs's inlineOps).
 const LoneOps = 32
 
 // pick returns the connection for a call: the first when no call is in

@@ -100,3 +100,13 @@ func TestLoneCallsAreTimedBothWays(t *testing.T) {
 		require.NoError(t, cl.Close())
 	}
 }
+
+// TestLonePollOverItsBoundIsRefused: a LonePoll over MaxLonePoll is an
+// error, not a client that polls for it.
+func TestLonePollOverItsBoundIsRefused(t *testing.T) {
+	_, err := client.New(client.Config{Servers: []string{"127.0.0.1:1"}, LonePoll: client.MaxLonePoll + 1})
+	require.ErrorContains(t, err, "LonePoll")
+	cl, err := client.New(client.Config{Servers: []string{"127.0.0.1:1"}, LonePoll: client.MaxLonePoll})
+	require.NoError(t, err)
+	require.NoError(t, cl.Close())
+}

@@ -45,7 +45,9 @@ type respClient struct {
 	// lonePoll, when set, lets a pipeline of at most client.LoneOps
 	// commands poll for its replies, as the client library's lone calls
 	// do (client.Config.LonePoll), so that -sync-redis times Redis with
-	// the same waiting as batchkv. Set before the first call.
+	// the same waiting as batchkv. Set before the first call. Unlike the
+	// library it does not look for other calls in flight: -sync-redis
+	// makes one at a time.
 	lonePoll *busypoll.Policy
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -40,7 +41,7 @@ func syncLatency(ctx context.Context, cl *client.Client, redisAddr string, loneP
 	var rc *respClient
 	if redisAddr != "" {
 		rc = newRESPClient([]string{redisAddr}, nil)
-		rc.lonePoll = busypoll.New(lonePoll)
+		rc.lonePoll = busypoll.New(cmp.Or(lonePoll, client.DefaultLonePoll)) // 0 is the library's default
 		defer rc.Close()
 		legs = append(legs, syncLeg{"redis", func(ctx context.Context, op wire.Op) (wire.Result, error) { return doOne(ctx, rc, op) }})
 	}

@@ -19,13 +19,17 @@ import (
 )
 
 const (
-	// ExploreEvery is how often (every ExploreEvery-th call) the way not
-	// preferred is taken, to keep its timing current.
-	ExploreEvery = 64
+	// MinExploreEvery and MaxExploreEvery bound how often the way not
+	// preferred is taken (every n-th call), to keep its timing current.
+	// Each time it is taken and is not the quicker in that call, the
+	// next comes twice as many calls later, up to MaxExploreEvery; when
+	// it is, the next comes after MinExploreEvery. So the way not
+	// preferred, which is the slower, costs few calls once it has
+	// shown that, and a change is followed within a few of its calls.
+	MinExploreEvery = 64
+	MaxExploreEvery = 1024
 	// weight is the share of a new call in the preferred way's mean time
-	// (1/weight); an explorer's share is 1/exploreWeight, so that the way
-	// not preferred, timed once in ExploreEvery calls, follows a change
-	// within a few of its calls.
+	// (1/weight); an explorer's share is 1/exploreWeight.
 	weight        = 8
 	exploreWeight = 2
 )
@@ -36,9 +40,10 @@ const (
 type Policy struct {
 	max time.Duration
 
-	mu    sync.Mutex
-	calls uint64
-	mean  [2]time.Duration // by way (sleep, poll): a moving mean; 0 before its first call
+	mu        sync.Mutex
+	mean      [2]time.Duration // by way (sleep, poll): a moving mean; 0 before its first call
+	every     uint32           // calls from one explorer to the next
+	untilNext uint32           // calls before the next explorer
 }
 
 // New returns a Policy whose polling calls poll for up to limit; limit <= 0
@@ -55,15 +60,14 @@ const (
 // or the Policy's limit.
 //
 // A way not yet timed is tried first. After that the call polls if
-// polling's mean time is under nine tenths of sleeping's, and every
-// ExploreEvery-th call takes the other way.
+// polling's mean time is under nine tenths of sleeping's, but for the
+// explorers, which take the other way (MinExploreEvery).
 func (p *Policy) Choose() time.Duration {
 	if p == nil || p.max <= 0 {
 		return 0
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.calls++
 	switch {
 	case p.mean[poll] == 0:
 		return p.max
@@ -71,8 +75,16 @@ func (p *Policy) Choose() time.Duration {
 		return 0
 	}
 	polls := p.pollsLocked()
-	if p.calls%ExploreEvery == 0 {
+	if p.every == 0 {
+		p.every, p.untilNext = MinExploreEvery, MinExploreEvery
+	}
+	if p.untilNext <= 1 {
+		// An explorer. Observe sets when the next comes, from its time;
+		// until then (a call that fails is not observed), as before.
 		polls = !polls
+		p.untilNext = p.every
+	} else {
+		p.untilNext--
 	}
 	if polls {
 		return p.max
@@ -82,7 +94,11 @@ func (p *Policy) Choose() time.Duration {
 
 // pollsLocked says whether polling is the preferred way: its mean is
 // under nine tenths of sleeping's.
-func (p *Policy) pollsLocked() bool { return p.mean[poll] < p.mean[sleep]/10*9 }
+func (p *Policy) pollsLocked() bool { return quicker(p.mean[poll], p.mean[sleep]) }
+
+// quicker says whether polling that took polled is the quicker way
+// against sleeping that took slept: by a tenth or more.
+func quicker(polled, slept time.Duration) bool { return polled < slept/10*9 }
 
 // Observe records that a call which polled for polled (Choose's answer)
 // took took, from its send to its reply. A time over twice its way's
@@ -106,7 +122,19 @@ func (p *Policy) Observe(polled, took time.Duration) {
 	took = min(took, 2*m)
 	share := time.Duration(weight)
 	if p.mean[sleep] != 0 && p.mean[poll] != 0 && (w == poll) != p.pollsLocked() {
+		// An explorer: the next comes sooner if its way was the quicker
+		// in this call, later if not.
 		share = exploreWeight
+		won := quicker(took, p.mean[sleep])
+		if w == sleep {
+			won = !quicker(p.mean[poll], took)
+		}
+		if won {
+			p.every = MinExploreEvery
+		} else {
+			p.every = min(2*max(p.every, MinExploreEvery/2), MaxExploreEvery)
+		}
+		p.untilNext = p.every
 	}
 	p.mean[w] = m + (took-m)/share
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/rpc"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/batchkv/batchkv/internal/busypoll"
@@ -32,9 +33,10 @@ import (
 // at once and leaves the connection as it was; once a reply has begun,
 // it reads it to the end.
 type Conn struct {
-	raw     net.Conn
-	codec   *wire.ClientCodec
-	polling *Polling // nil: no call polls
+	raw      net.Conn
+	codec    *wire.ClientCodec
+	polling  *Polling    // nil: no call polls
+	spinning atomic.Bool // the reader set a spin on polling's socket
 
 	writing sync.Mutex // one request written at a time
 
@@ -78,9 +80,11 @@ func New(raw net.Conn, codec *wire.ClientCodec, polling *Polling) *Conn {
 // rpc.ServerError; any other error means the connection is broken.
 //
 // lone says that the caller expects its reply soon and has no other call
-// in flight to the server: such a call, if it finds no other on the
-// connection, reads its reply itself, polling for it as the Conn's
-// Polling chooses, and times itself for that choice.
+// in flight to the server. Such a call that finds no other on the
+// connection times itself for the Conn's Polling, and, if it is the one
+// that reads its reply (a call that comes meanwhile may take the reading
+// first; then it is not timed), polls for it as the Polling chooses. A
+// reply that is a server's error counts; a failure does not.
 func (c *Conn) Call(ctx context.Context, args *wire.BatchArgs, reply *wire.BatchReply, lone bool) error {
 	pc := &pendingCall{reply: reply, wake: make(chan struct{}, 1)}
 	c.mu.Lock()
@@ -115,7 +119,8 @@ func (c *Conn) Call(ctx context.Context, args *wire.BatchArgs, reply *wire.Batch
 		if pc.done {
 			err := pc.err
 			c.mu.Unlock()
-			if timed && readSelf && err == nil {
+			var serverErr rpc.ServerError
+			if timed && readSelf && (err == nil || errors.As(err, &serverErr)) {
 				c.polling.Policy.Observe(spin, time.Since(start))
 			}
 			return err
@@ -124,12 +129,10 @@ func (c *Conn) Call(ctx context.Context, args *wire.BatchArgs, reply *wire.Batch
 			c.reading = true
 			c.mu.Unlock()
 			if spin > 0 {
-				c.polling.Socket.SetReadSpin(spin)
+				c.spinning.Store(true)
+				c.polling.Socket.SetReadSpin(spin) // undone as the reading is given up
 			}
 			err := c.readUntil(ctx, pc)
-			if spin > 0 {
-				c.polling.Socket.SetReadSpin(0)
-			}
 			if err != nil {
 				c.forget(seq)
 				return err
@@ -276,15 +279,25 @@ func (c *Conn) readOne(pc *pendingCall) (mine bool, err error) {
 
 // leaveReading gives up the reading, and wakes a waiting call to take it.
 func (c *Conn) leaveReading() {
+	c.stopSpin()
 	c.mu.Lock()
 	c.reading = false
 	c.wakeOneLocked()
 	c.mu.Unlock()
 }
 
+// stopSpin undoes a lone call's SetReadSpin before the reading passes on,
+// so that the next reader does not poll.
+func (c *Conn) stopSpin() {
+	if c.spinning.Swap(false) {
+		c.polling.Socket.SetReadSpin(0)
+	}
+}
+
 // fail marks the connection broken by err, ends every pending call with
 // it, and closes the connection.
 func (c *Conn) fail(err error) {
+	c.stopSpin()
 	c.mu.Lock()
 	if c.broken == nil {
 		c.broken = err

@@ -198,18 +198,43 @@ func TestMuxConnBrokenConnectionFailsEveryCall(t *testing.T) {
 	require.Error(t, err)
 }
 
-// recordingSpinner is a socket's ReadSpinner that records each spin set.
+// recordingSpinner is a socket's ReadSpinner that records each spin set;
+// with slowOff, it takes that long to turn the spin off.
 type recordingSpinner struct {
-	sock rawsock.ReadSpinner
-	mu   sync.Mutex
-	set  []time.Duration
+	sock    rawsock.ReadSpinner
+	slowOff time.Duration
+	mu      sync.Mutex
+	set     []time.Duration
+	now     time.Duration // the spin in force
 }
 
 func (r *recordingSpinner) SetReadSpin(d time.Duration) {
+	if d == 0 {
+		time.Sleep(r.slowOff)
+	}
 	r.mu.Lock()
 	r.set = append(r.set, d)
+	r.now = d
 	r.mu.Unlock()
 	r.sock.SetReadSpin(d)
+}
+
+// spyConn records the spin in force at each Read.
+type spyConn struct {
+	net.Conn
+	spin *recordingSpinner
+	mu   sync.Mutex
+	seen []time.Duration
+}
+
+func (c *spyConn) Read(p []byte) (int, error) {
+	c.spin.mu.Lock()
+	now := c.spin.now
+	c.spin.mu.Unlock()
+	c.mu.Lock()
+	c.seen = append(c.seen, now)
+	c.mu.Unlock()
+	return c.Conn.Read(p)
 }
 
 func (r *recordingSpinner) takeSet() []time.Duration {
@@ -260,4 +285,47 @@ func TestMuxConnLoneCallsPoll(t *testing.T) {
 	require.Empty(t, rec.takeSet(), "the second sleeps")
 	slept, _ = policy.Means()
 	require.Positive(t, slept)
+}
+
+// TestMuxConnNextReaderDoesNotPoll: when a lone call that polled gives
+// up the reading to a call that waited, the spin is off before that call
+// reads, however long turning it off takes.
+func TestMuxConnNextReaderDoesNotPoll(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("sockets poll on Linux only (package rawsock)")
+	}
+	release := map[string]chan struct{}{"lone": make(chan struct{}), "other": make(chan struct{})}
+	addr := echoServer(t, func(key string) { <-release[key] })
+	raw, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	sock := rawsock.Wrap(raw)
+	rec := &recordingSpinner{sock: sock.(rawsock.ReadSpinner), slowOff: 50 * time.Millisecond}
+	spy := &spyConn{Conn: sock, spin: rec}
+	codec, err := wire.NewClientCodec(spy)
+	require.NoError(t, err)
+	mc := New(spy, codec, &Polling{Socket: rec, Policy: busypoll.New(time.Millisecond)})
+	t.Cleanup(func() { _ = mc.Close() })
+
+	call := func(key string, lone bool) chan error {
+		done := make(chan error, 1)
+		go func() {
+			var reply wire.BatchReply
+			done <- mc.Call(context.Background(), &wire.BatchArgs{Ops: []wire.Op{{Code: wire.OpGet, Key: key}}}, &reply, lone)
+		}()
+		return done
+	}
+	lone := call("lone", true)
+	time.Sleep(20 * time.Millisecond) // the lone call reads, polling first
+	other := call("other", false)
+	time.Sleep(20 * time.Millisecond) // the other waits for the reading
+	close(release["lone"])
+	require.NoError(t, <-lone)
+	time.Sleep(20 * time.Millisecond) // the other reads, and waits
+	close(release["other"])
+	require.NoError(t, <-other)
+
+	spy.mu.Lock()
+	defer spy.mu.Unlock()
+	require.Equal(t, time.Millisecond, spy.seen[0], "the lone call polled")
+	require.Equal(t, time.Duration(0), spy.seen[len(spy.seen)-1], "the next reader polled: %v", spy.seen)
 }

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -74,12 +75,13 @@ func (c *Conn) Read(p []byte) (int, error) {
 }
 
 // SetReadSpin makes each later Read that finds no data poll the socket
-// for up to d, giving the CPU to any other thread that wants it between
-// tries, before it waits in the runtime's poller; 0 (the default) turns
-// that off. Waking a thread that sleeps costs a round trip on a small VM
-// more than the server's own work (docs/results.md, "Lone ops"), so a
-// caller that expects its reply within microseconds may rather spend the
-// CPU. Its Read still ends at a deadline or Close, at the latest d late.
+// for up to d before it waits in the runtime's poller, giving way between
+// tries to any other goroutine and thread that wants to run; 0 (the
+// default) turns that off, and ends a poll under way at its next try.
+// Waking a thread that sleeps costs a round trip on a small VM more than
+// the server's own work (docs/results.md, "Lone ops"), so a caller that
+// expects its reply within microseconds may rather spend the CPU. A
+// deadline or Close ends a polling Read at the latest d late.
 func (c *Conn) SetReadSpin(d time.Duration) { c.spin.Store(int64(max(d, 0))) }
 
 // readOnce reads once into c.rbuf, polling until c.spinUntil if it finds
@@ -96,12 +98,13 @@ func (c *Conn) readOnce(fd uintptr) bool {
 			if c.spinUntil.IsZero() {
 				return false
 			}
-			if time.Now().After(c.spinUntil) {
+			if c.spin.Load() == 0 || time.Now().After(c.spinUntil) {
 				// Once per Read: a wake-up of the poller that finds
 				// no data waits again at once.
 				c.spinUntil = time.Time{}
 				return false
 			}
+			runtime.Gosched()
 			syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
 		default:
 			c.rerr = errno
