@@ -4,13 +4,13 @@
 //
 // Polling pays where waking a sleeping thread is dear: on the 2-core VM
 // where this was measured, a lone GET to Redis from a Go client took
-// 57-59 µs at p50 when the client slept for its reply and 20.6 when it
+// 56-59 µs at p50 when the client slept for its reply and 20.6 when it
 // polled, with client and server on two cores; on one core, shared, the
-// two were alike at p50 and polling was worse at p99 (docs/results.md,
-// "Lone ops"). Against a server across a network, the reply comes after
-// any sensible poll, and polling only burns CPU. Which holds is not known
-// in advance, so a Policy measures it, and polls only while polling is
-// clearly the quicker way.
+// server needs the CPU the client would poll on, and polling was no
+// quicker (docs/results.md, "Lone ops"). Against a server across a
+// network, the reply comes after any sensible poll, and polling only
+// burns CPU. Which holds is not known in advance, so a Policy measures
+// it, and polls only while polling is clearly the quicker way.
 package busypoll
 
 import (
