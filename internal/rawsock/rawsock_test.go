@@ -140,10 +140,21 @@ func TestDeadlinesAndCloseEndAWait(t *testing.T) {
 	}
 
 	require.NoError(t, w.SetReadDeadline(time.Time{}))
+	closeEndsARead(t, w)
+}
+
+// closeEndsARead closes w while a Read waits on it, and checks that the
+// Read ends with net.ErrClosed.
+func closeEndsARead(t *testing.T, w net.Conn) {
+	t.Helper()
+	done := make(chan error, 1)
+	started := make(chan struct{})
 	go func() {
+		close(started)
 		_, err := w.Read(make([]byte, 16))
 		done <- err
 	}()
+	<-started
 	time.Sleep(20 * time.Millisecond)
 	require.NoError(t, w.Close())
 	select {

@@ -104,22 +104,7 @@ func TestReadSpinKeepsDeadlinesAndClose(t *testing.T) {
 
 	require.NoError(t, w.SetReadDeadline(time.Time{}))
 	w.(ReadSpinner).SetReadSpin(200 * time.Millisecond)
-	done := make(chan error, 1)
-	started := make(chan struct{})
-	go func() {
-		close(started)
-		_, err := w.Read(make([]byte, 16))
-		done <- err
-	}()
-	<-started
-	time.Sleep(10 * time.Millisecond) // well inside the poll
-	require.NoError(t, w.Close())
-	select {
-	case err := <-done:
-		require.ErrorIs(t, err, net.ErrClosed)
-	case <-time.After(5 * time.Second):
-		t.Fatal("Close did not end a polling Read")
-	}
+	closeEndsARead(t, w) // closed well inside the poll
 }
 
 // TestReadSpinEndsWhenTurnedOff: SetReadSpin(0) ends a poll under way,
