@@ -48,9 +48,9 @@ func newServerConn(addr string, cfg *Config, t *traffic) *serverConn {
 	}
 }
 
-// LoneOps is the most ops a lone call holds (Config.LonePoll): a batch
-// the server serves in the goroutine that read it (kvs's inlineOps).
-const LoneOps = 32
+// LoneOps is the most ops a lone call holds (Config.LonePoll): a small
+// batch, which the server serves in the goroutine that read it.
+const LoneOps = wire.SmallBatchOps
 
 // pick returns the connection for a call: the first when no call is in
 // flight, else each in turn. A lone caller so keeps to one connection,

@@ -52,10 +52,6 @@ type serverCodec struct {
 	writeBy time.Time // the write deadline last set; rpcserve's writing lock guards it
 }
 
-// inlineOps is the largest batch the goroutine that read it serves
-// itself, on a server whose backend answers without waiting on a peer.
-const inlineOps = 32
-
 // serveCodec serves rpc requests on a connection; it returns once the
 // connection has ended and every request on it is answered. A small
 // batch on an RF=1 server is served by the goroutine that read it.
@@ -98,7 +94,7 @@ func (c *serverCodec) quick(x any) bool {
 	}
 	switch a := x.(type) {
 	case *wire.BatchArgs:
-		return len(a.Ops) <= inlineOps
+		return len(a.Ops) <= wire.SmallBatchOps
 	case *wire.GetRequest, *wire.PutRequest:
 		return true
 	}

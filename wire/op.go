@@ -165,6 +165,11 @@ type BatchReply struct {
 	Results []Result
 }
 
+// SmallBatchOps is the most ops of a small batch: one that a server whose
+// store answers without waiting on a peer serves in the goroutine that
+// read it, and that a lone client call may poll for (client.LoneOps).
+const SmallBatchOps = 32
+
 // Limits bound what one request may carry. Both sides enforce them.
 const (
 	// MaxKeyBytes is the longest key accepted.
