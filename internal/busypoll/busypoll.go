@@ -48,7 +48,9 @@ type Policy struct {
 
 // New returns a Policy whose polling calls poll for up to limit; limit <= 0
 // makes one that never polls.
-func New(limit time.Duration) *Policy { return &Policy{max: limit} }
+func New(limit time.Duration) *Policy {
+	return &Policy{max: limit, every: MinExploreEvery, untilNext: MinExploreEvery}
+}
 
 // way indexes Policy.mean.
 const (
@@ -75,9 +77,6 @@ func (p *Policy) Choose() time.Duration {
 		return 0
 	}
 	polls := p.pollsLocked()
-	if p.every == 0 {
-		p.every, p.untilNext = MinExploreEvery, MinExploreEvery
-	}
 	if p.untilNext <= 1 {
 		// An explorer. Observe sets when the next comes, from its time;
 		// until then (a call that fails is not observed), as before.
@@ -132,7 +131,7 @@ func (p *Policy) Observe(polled, took time.Duration) {
 		if won {
 			p.every = MinExploreEvery
 		} else {
-			p.every = min(2*max(p.every, MinExploreEvery/2), MaxExploreEvery)
+			p.every = min(2*p.every, MaxExploreEvery)
 		}
 		p.untilNext = p.every
 	}
