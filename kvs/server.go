@@ -270,37 +270,70 @@ func (s *Server) drop(st *connState) {
 // in flight and moved no byte for Limits.IdleTimeout, except Raft
 // connections that have carried an RPC (see connState), and, while the
 // server is over its reply budget, those that stall (stalled).
+//
+// It looks every reapEvery, and every quarter of Limits.StallTimeout only
+// while the server is over its reply budget, from when a charge takes the
+// budget over. Each look wakes the process (and the runtime's monitor
+// thread with it), and on a busy core each wake delays the request it
+// lands in: looking at the stall timeout's pace all the time made 16 of
+// them a second.
 func (s *Server) reap() {
 	defer s.wg.Done()
-	tick := time.NewTicker(min(s.limits.IdleTimeout/4, s.limits.StallTimeout/4, time.Second))
-	defer tick.Stop()
+	every := reapEvery(s.limits)
+	stallEvery := min(every, s.limits.StallTimeout/4)
+	timer := time.NewTimer(every)
+	defer timer.Stop()
+	due := time.Now().Add(every)
+	arm := func(d time.Duration) {
+		due = time.Now().Add(d)
+		timer.Reset(d)
+	}
 	for {
 		select {
 		case <-s.stop:
 			return
-		case now := <-tick.C:
-			cutoff := now.Add(-s.limits.IdleTimeout).UnixNano()
-			over := s.replies.Over()
-			var idle, stalled []*connState
-			s.mu.Lock()
-			for st := range s.conns {
-				switch {
-				case st.inflight.Load() == 0 && st.active.Load() < cutoff && !st.carried.Load():
-					idle = append(idle, st)
-				case over && s.stalled(st, now):
-					stalled = append(stalled, st)
-				}
+		case <-s.replies.WentOver():
+			if time.Until(due) > stallEvery { // only ever sooner: a budget going over and under often must not put the look off
+				arm(stallEvery)
 			}
-			s.mu.Unlock()
-			for _, st := range idle {
-				s.stats.IdleClosed.Add(1)
-				s.drop(st)
-			}
-			for _, st := range stalled {
-				s.stats.StalledClosed.Add(1)
-				s.drop(st)
+		case now := <-timer.C:
+			s.reapOnce(now)
+			if s.replies.Over() {
+				arm(stallEvery)
+			} else {
+				arm(every)
 			}
 		}
+	}
+}
+
+// reapEvery is how often the reaper looks while the server is within its
+// reply budget: a quarter of Limits.IdleTimeout, at most a second.
+func reapEvery(l Limits) time.Duration { return min(l.IdleTimeout/4, time.Second) }
+
+// reapOnce closes the connections idle at now, and, while the server is
+// over its reply budget, those stalled.
+func (s *Server) reapOnce(now time.Time) {
+	cutoff := now.Add(-s.limits.IdleTimeout).UnixNano()
+	over := s.replies.Over()
+	var idle, stalled []*connState
+	s.mu.Lock()
+	for st := range s.conns {
+		switch {
+		case st.inflight.Load() == 0 && st.active.Load() < cutoff && !st.carried.Load():
+			idle = append(idle, st)
+		case over && s.stalled(st, now):
+			stalled = append(stalled, st)
+		}
+	}
+	s.mu.Unlock()
+	for _, st := range idle {
+		s.stats.IdleClosed.Add(1)
+		s.drop(st)
+	}
+	for _, st := range stalled {
+		s.stats.StalledClosed.Add(1)
+		s.drop(st)
 	}
 }
 

@@ -38,14 +38,22 @@ type Budget struct {
 
 	mu   sync.Mutex
 	cond *sync.Cond // signalled when held goes down
+
+	wentOver chan struct{} // a token when a Charge takes held to the limit
 }
 
 // NewBudget returns an empty budget of limit bytes.
 func NewBudget(limit int64) *Budget {
-	b := &Budget{limit: limit}
+	b := &Budget{limit: limit, wentOver: make(chan struct{}, 1)}
 	b.cond = sync.NewCond(&b.mu)
 	return b
 }
+
+// WentOver returns a channel that holds a token once a Charge has taken
+// the bytes held from under the limit to it or past it, until it is
+// received: a watcher that needs to act only while the budget is over
+// can sleep long otherwise, and be woken.
+func (b *Budget) WentOver() <-chan struct{} { return b.wentOver }
 
 // over reports whether something is held and the limit is reached, and
 // the budget is not closed.
@@ -103,8 +111,18 @@ func (b *Budget) Close() {
 
 // Charge counts n more bytes held, until Release.
 func (b *Budget) Charge(n int64) {
-	if n > 0 && b.held.Add(n) == n {
+	if n <= 0 {
+		return
+	}
+	h := b.held.Add(n)
+	if h == n {
 		b.since.Store(time.Now().UnixNano())
+	}
+	if h >= b.limit && h-n < b.limit {
+		select {
+		case b.wentOver <- struct{}{}:
+		default: // a token is already waiting
+		}
 	}
 }
 

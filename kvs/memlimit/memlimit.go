@@ -32,26 +32,52 @@ func LogCacheShare(maxMemory int64) int64 {
 
 // FollowStores sets the Go runtime's memory limit (GOMEMLIMIT) to
 // maxMemory less what the stores hold (stores()), never under the heap's
-// share, now and every Every until stop is closed, so that the heap and
-// the stores together stay within maxMemory. A limit fixed at the heap's
+// share, now and again until stop is closed, so that the heap and the
+// stores together stay within maxMemory. A limit fixed at the heap's
 // share instead sat under what full reply budgets hold, and the collector
 // then ran without pause. The limit is the process's: one server a
 // process may follow.
+//
+// It follows every Every while the limit moves by a 256th of maxMemory or
+// more between looks, and otherwise half as often each time, down to
+// every EveryQuiet: each look wakes the process, and on a busy core every
+// wake delays the request it lands in. So a store that starts to grow
+// after a quiet spell is followed at most EveryQuiet late.
 func FollowStores(stop <-chan struct{}, maxMemory int64, stores func() int64) {
 	_, heap := Shares(maxMemory)
-	set := func() { debug.SetMemoryLimit(max(maxMemory-stores(), heap)) }
-	set()
-	tick := time.NewTicker(Every)
-	defer tick.Stop()
+	limit := func() int64 { return max(maxMemory-stores(), heap) }
+	set := limit()
+	debug.SetMemoryLimit(set)
+	every := Every
+	timer := time.NewTimer(every)
+	defer timer.Stop()
 	for {
 		select {
 		case <-stop:
 			return
-		case <-tick.C:
-			set()
+		case <-timer.C:
 		}
+		now := limit()
+		every = nextEvery(every, now-set, maxMemory)
+		if now != set {
+			debug.SetMemoryLimit(now)
+			set = now
+		}
+		timer.Reset(every)
 	}
 }
 
-// Every is how often FollowStores follows the stores.
+// nextEvery is FollowStores's next interval after one of every in which
+// the limit moved by moved bytes.
+func nextEvery(every time.Duration, moved, maxMemory int64) time.Duration {
+	if moved >= maxMemory/256 || -moved >= maxMemory/256 {
+		return Every
+	}
+	return min(2*every, EveryQuiet)
+}
+
+// Every is how often FollowStores follows stores that grow or shrink.
 const Every = 250 * time.Millisecond
+
+// EveryQuiet is how often FollowStores follows stores that hold still.
+const EveryQuiet = time.Second

@@ -35,3 +35,20 @@ func TestFollowStores(t *testing.T) {
 	close(stop)
 	<-done
 }
+
+// TestNextEvery: the follower looks every Every while the limit moves by a
+// 256th of max-memory or more, either way, and backs off to EveryQuiet
+// while it holds still.
+func TestNextEvery(t *testing.T) {
+	const m = 1 << 30
+	require.Equal(t, Every, nextEvery(EveryQuiet, m/256, m), "grown by a 256th")
+	require.Equal(t, Every, nextEvery(EveryQuiet, -m/256, m), "shrunk by a 256th")
+	require.Equal(t, 2*Every, nextEvery(Every, m/256-1, m), "moved by less: half as often")
+	require.Equal(t, 2*Every, nextEvery(Every, 0, m))
+	require.Equal(t, EveryQuiet, nextEvery(EveryQuiet, 0, m), "no less often than EveryQuiet")
+	every := Every
+	for range 10 {
+		every = nextEvery(every, 0, m)
+	}
+	require.Equal(t, EveryQuiet, every)
+}
