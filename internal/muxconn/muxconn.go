@@ -40,12 +40,17 @@ type Conn struct {
 
 	writing sync.Mutex // one request written at a time
 
-	mu       sync.Mutex
-	seq      uint64                  // guarded by mu
-	pending  map[uint64]*pendingCall // guarded by mu: sent and not yet answered
-	reading  bool                    // guarded by mu: a caller is reading replies
-	awaiting *pendingCall            // guarded by mu: the call whose reader waits for a reply's first byte
-	broken   error                   // guarded by mu: set once the connection fails
+	mu      sync.Mutex
+	seq     uint64                  // guarded by mu
+	pending map[uint64]*pendingCall // guarded by mu: sent and not yet answered
+	reading bool                    // guarded by mu: a caller is reading replies
+	broken  error                   // guarded by mu: set once the connection fails
+
+	// A reader waiting for a reply's first byte is woken when its
+	// context ends: guarded by mu.
+	awaitingDone <-chan struct{} // the Done of the waiting reader's context; nil: none, or one that cannot end
+	watchedDone  <-chan struct{} // the Done of the context that watchStop watches
+	watchStop    func() bool     // stops the watch (context.AfterFunc)
 }
 
 // pendingCall is a call waiting for its reply.
@@ -182,30 +187,26 @@ func (c *Conn) wakeOneLocked() {
 // waits for one to begin (then it returns ctx.Err()), or the connection
 // fails. It holds the reading, and gives it up before it returns.
 func (c *Conn) readUntil(ctx context.Context, pc *pendingCall) error {
-	if ctx.Done() != nil { // a context that can end (not Background's)
-		stop := context.AfterFunc(ctx, func() {
-			c.mu.Lock()
-			// Only this call's wait: a callback that ran late, after the
-			// reading passed to another call, must leave that one alone.
-			if c.awaiting == pc {
-				_ = c.raw.SetReadDeadline(time.Unix(1, 0)) // wakes the wait now
-			}
-			c.mu.Unlock()
-		})
-		defer stop()
+	done := ctx.Done() // nil for a context that cannot end (Background's)
+	if done != nil {
+		c.mu.Lock()
+		c.watchLocked(ctx)
+		c.mu.Unlock()
 	}
 	for {
 		c.mu.Lock()
+		// Checked and set under one hold of mu, which the watch takes: a
+		// context that ends after the check finds the wait to end.
 		if ctx.Err() != nil { // between replies: the stream is in step
 			c.mu.Unlock()
 			c.leaveReading()
 			return ctx.Err()
 		}
-		c.awaiting = pc
+		c.awaitingDone = done
 		c.mu.Unlock()
 		err := c.codec.Await()
 		c.mu.Lock()
-		c.awaiting = nil
+		c.awaitingDone = nil
 		c.mu.Unlock()
 		if ctx.Err() != nil {
 			// The deadline may have been set: clear it; a reply that has
@@ -231,6 +232,39 @@ func (c *Conn) readUntil(ctx context.Context, pc *pendingCall) error {
 			return nil
 		}
 	}
+}
+
+// watchLocked makes the end of ctx, which can end, wake a reader that
+// waits for a reply under a context of the same Done. One watch serves
+// every call whose context shares its Done, until one with another Done
+// replaces it or the connection fails: a caller that makes its calls
+// under one context registers it once, not once a call (a registration
+// and its removal cost a lone call 0.3 µs of 21 on one core, and its p99
+// about 2 µs).
+func (c *Conn) watchLocked(ctx context.Context) {
+	done := ctx.Done()
+	if done == c.watchedDone {
+		return
+	}
+	c.stopWatchLocked()
+	c.watchedDone = done
+	c.watchStop = context.AfterFunc(ctx, func() {
+		c.mu.Lock()
+		// Only a wait under this context: one that ends late, after the
+		// reading passed to a call under another, leaves that one alone.
+		if c.awaitingDone == done {
+			_ = c.raw.SetReadDeadline(time.Unix(1, 0)) // wakes the wait now
+		}
+		c.mu.Unlock()
+	})
+}
+
+// stopWatchLocked stops the watch, if any.
+func (c *Conn) stopWatchLocked() {
+	if c.watchStop != nil {
+		c.watchStop()
+	}
+	c.watchedDone, c.watchStop = nil, nil
 }
 
 // readOne reads one reply and hands it to its call; mine says it was
@@ -303,6 +337,7 @@ func (c *Conn) fail(err error) {
 		c.broken = err
 	}
 	c.reading = false
+	c.stopWatchLocked()
 	for seq, p := range c.pending {
 		p.done, p.err = true, c.broken
 		delete(c.pending, seq)

@@ -329,3 +329,41 @@ func TestMuxConnNextReaderDoesNotPoll(t *testing.T) {
 	require.Equal(t, time.Millisecond, spy.seen[0], "the lone call polled")
 	require.Equal(t, time.Duration(0), spy.seen[len(spy.seen)-1], "the next reader polled: %v", spy.seen)
 }
+
+// TestMuxConnReusedContextIsWatchedOnce: calls made one after another
+// under one context that can end allocate no more than calls under
+// Background's, which needs no watch: the context's watch (a
+// context.AfterFunc) is registered once, not per call. It still ends a
+// wait: the context, cancelled during a later call, ends that call.
+func TestMuxConnReusedContextIsWatchedOnce(t *testing.T) {
+	release := make(chan struct{})
+	addr := echoServer(t, func(key string) {
+		if key == "held" {
+			<-release
+		}
+	})
+	defer close(release)
+	mc := dialMux(t, addr)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	allocs := func(ctx context.Context) float64 {
+		return testing.AllocsPerRun(200, func() {
+			v, err := getOne(ctx, mc, "k")
+			require.NoError(t, err)
+			require.Equal(t, "k", v)
+		})
+	}
+	background, reused := allocs(context.Background()), allocs(ctx)
+	t.Logf("allocations a call: %.1f under Background, %.1f under one reused context", background, reused)
+	require.LessOrEqual(t, reused, background+0.5, "a call under a reused context registers a watch of its own")
+
+	time.AfterFunc(50*time.Millisecond, cancel)
+	ended := make(chan error, 1)
+	go func() { _, err := getOne(ctx, mc, "held"); ended <- err }()
+	select {
+	case err := <-ended:
+		require.ErrorIs(t, err, context.Canceled)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the reused context ended, and the call waiting under it did not")
+	}
+}
