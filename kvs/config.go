@@ -97,6 +97,10 @@ type Config struct {
 	// plantLease, set only by tests (export_test.go), plants a bug for the
 	// checkers: a read lease this long, not checked for safety.
 	plantLease time.Duration
+	// reapEveryMax, set only by tests (export_test.go), is the longest
+	// the reaper waits between looks while the server is within its
+	// reply budget (0: a second).
+	reapEveryMax time.Duration
 	// SessionTTL is how long a shard remembers a client session after its
 	// last batch, to suppress retried duplicates. Default 10 minutes.
 	SessionTTL time.Duration

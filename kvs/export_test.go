@@ -46,3 +46,8 @@ func CallsTracked(s *Server) int {
 	s.calls.Range(func(_, _ any) bool { n++; return true })
 	return n
 }
+
+// SetReapEveryMaxForTest makes the reaper of a server made with cfg wait
+// up to d between looks while the server is within its reply budget, in
+// place of a second: a test of the wake when the budget goes over.
+func SetReapEveryMaxForTest(cfg *Config, d time.Duration) { cfg.reapEveryMax = d }

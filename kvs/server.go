@@ -40,6 +40,7 @@
 package kvs
 
 import (
+	"cmp"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -279,8 +280,8 @@ func (s *Server) drop(st *connState) {
 // them a second.
 func (s *Server) reap() {
 	defer s.wg.Done()
-	every := reapEvery(s.limits)
-	stallEvery := min(every, s.limits.StallTimeout/4)
+	every := s.reapEvery()
+	stallEvery := max(min(every, s.limits.StallTimeout/4), time.Millisecond)
 	timer := time.NewTimer(every)
 	defer timer.Stop()
 	due := time.Now().Add(every)
@@ -288,28 +289,39 @@ func (s *Server) reap() {
 		due = time.Now().Add(d)
 		timer.Reset(d)
 	}
+	// Heard only while the looks are a reapEvery apart: at the stall
+	// pace a budget that goes over and under again and again would wake
+	// the reaper at each crossing (a token left meanwhile waits).
+	wentOver := s.replies.WentOver()
 	for {
 		select {
 		case <-s.stop:
 			return
-		case <-s.replies.WentOver():
-			if time.Until(due) > stallEvery { // only ever sooner: a budget going over and under often must not put the look off
+		case <-wentOver:
+			if time.Until(due) > stallEvery { // only ever sooner
 				arm(stallEvery)
 			}
+			wentOver = nil
 		case now := <-timer.C:
 			s.reapOnce(now)
 			if s.replies.Over() {
 				arm(stallEvery)
+				wentOver = nil
 			} else {
 				arm(every)
+				wentOver = s.replies.WentOver()
 			}
 		}
 	}
 }
 
 // reapEvery is how often the reaper looks while the server is within its
-// reply budget: a quarter of Limits.IdleTimeout, at most a second.
-func reapEvery(l Limits) time.Duration { return min(l.IdleTimeout/4, time.Second) }
+// reply budget: a quarter of Limits.IdleTimeout, at most a second (or
+// what a test set), at least a millisecond.
+func (s *Server) reapEvery() time.Duration {
+	most := cmp.Or(s.cfg.reapEveryMax, time.Second)
+	return max(min(s.limits.IdleTimeout/4, most), time.Millisecond)
+}
 
 // reapOnce closes the connections idle at now, and, while the server is
 // over its reply budget, those stalled.

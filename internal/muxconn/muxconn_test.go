@@ -367,3 +367,35 @@ func TestMuxConnReusedContextIsWatchedOnce(t *testing.T) {
 		t.Fatal("the reused context ended, and the call waiting under it did not")
 	}
 }
+
+// TestMuxConnWatchKeptOnlyForAReusedContext: a call under a context made
+// for it alone leaves no watch behind (the context, cancelled after the
+// call, must not find one to run); the second of two calls under one
+// context keeps its watch for the calls that follow.
+func TestMuxConnWatchKeptOnlyForAReusedContext(t *testing.T) {
+	addr := echoServer(t, func(string) {})
+	mc := dialMux(t, addr)
+	watched := func() <-chan struct{} {
+		mc.mu.Lock()
+		defer mc.mu.Unlock()
+		return mc.watchedDone
+	}
+	for i := range 3 {
+		ctx, cancel := context.WithCancel(t.Context())
+		_, err := getOne(ctx, mc, "k")
+		cancel()
+		require.NoError(t, err)
+		require.Nil(t, watched(), "call %d: a watch left on a context made for one call", i)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	for i := range 3 {
+		_, err := getOne(ctx, mc, "k")
+		require.NoError(t, err)
+		if i == 0 {
+			require.Nil(t, watched(), "kept after the first call under the context")
+		} else {
+			require.Equal(t, ctx.Done(), watched(), "not kept after call %d under one context", i+1)
+		}
+	}
+}

@@ -52,7 +52,8 @@ func NewBudget(limit int64) *Budget {
 // WentOver returns a channel that holds a token once a Charge has taken
 // the bytes held from under the limit to it or past it, until it is
 // received: a watcher that needs to act only while the budget is over
-// can sleep long otherwise, and be woken.
+// can sleep long otherwise, and be woken. It holds one token at most, so
+// it serves one receiver.
 func (b *Budget) WentOver() <-chan struct{} { return b.wentOver }
 
 // over reports whether something is held and the limit is reached, and
