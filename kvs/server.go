@@ -55,6 +55,7 @@ import (
 	"github.com/batchkv/batchkv/internal/handoff"
 	"github.com/batchkv/batchkv/kvs/backend"
 	"github.com/batchkv/batchkv/kvs/memlimit"
+	"github.com/batchkv/batchkv/kvs/reaper"
 	"github.com/batchkv/batchkv/kvs/respserver"
 	"github.com/batchkv/batchkv/kvs/stats"
 	"github.com/batchkv/batchkv/kvs/store"
@@ -270,57 +271,13 @@ func (s *Server) drop(st *connState) {
 // reap closes, every so often, the connections that have had no request
 // in flight and moved no byte for Limits.IdleTimeout, except Raft
 // connections that have carried an RPC (see connState), and, while the
-// server is over its reply budget, those that stall (stalled).
-//
-// It looks every reapEvery, and every quarter of Limits.StallTimeout only
-// while the server is over its reply budget, from when a charge takes the
-// budget over. Each look wakes the process (and the runtime's monitor
-// thread with it), and on a busy core each wake delays the request it
-// lands in: looking at the stall timeout's pace all the time made 16 of
-// them a second.
+// server is over its reply budget, those that stall (stalled), at the
+// pace of package reaper: a look a second at most within the budget, and
+// every quarter of Limits.StallTimeout over it.
 func (s *Server) reap() {
 	defer s.wg.Done()
-	every := s.reapEvery()
-	stallEvery := max(min(every, s.limits.StallTimeout/4), time.Millisecond)
-	timer := time.NewTimer(every)
-	defer timer.Stop()
-	due := time.Now().Add(every)
-	arm := func(d time.Duration) {
-		due = time.Now().Add(d)
-		timer.Reset(d)
-	}
-	// Heard only while the looks are a reapEvery apart: at the stall
-	// pace a budget that goes over and under again and again would wake
-	// the reaper at each crossing (a token left meanwhile waits).
-	wentOver := s.replies.WentOver()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-wentOver:
-			if time.Until(due) > stallEvery { // only ever sooner
-				arm(stallEvery)
-			}
-			wentOver = nil
-		case now := <-timer.C:
-			s.reapOnce(now)
-			if s.replies.Over() {
-				arm(stallEvery)
-				wentOver = nil
-			} else {
-				arm(every)
-				wentOver = s.replies.WentOver()
-			}
-		}
-	}
-}
-
-// reapEvery is how often the reaper looks while the server is within its
-// reply budget: a quarter of Limits.IdleTimeout, at most a second (or
-// what a test set), at least a millisecond.
-func (s *Server) reapEvery() time.Duration {
-	most := cmp.Or(s.cfg.reapEveryMax, time.Second)
-	return max(min(s.limits.IdleTimeout/4, most), time.Millisecond)
+	every, stallEvery := reaper.Intervals(s.limits.IdleTimeout, s.limits.StallTimeout, cmp.Or(s.cfg.reapEveryMax, time.Second))
+	reaper.Run(s.stop, every, stallEvery, s.replies, s.reapOnce)
 }
 
 // reapOnce closes the connections idle at now, and, while the server is
