@@ -18,12 +18,12 @@ usage() {
     cat <<USAGE
 Usage: $0 [options]
 
-Runs ROUNDS rounds, each of:
-  (a) redis-server (persistence off, 127.0.0.1) holding OPS keys with
-      128-byte values, and redis-benchmark -c 1 -P 1 -t set,get -d 128
-      over them: one connection, one command at a time;
-  (b) one kvsserver (RF=1, memory only) beside that Redis, and
-      kvsclient -sync-ops OPS: one goroutine, OPS puts then OPS gets of
+Runs ROUNDS rounds, each with a redis-server (persistence off, 127.0.0.1)
+holding OPS keys with 128-byte values and one kvsserver (RF=1, memory
+only) beside it, of:
+  (a) redis-benchmark -c 1 -P 1 -t set,get -d 128 over those keys: one
+      connection, one command at a time;
+  (b) kvsclient -sync-ops OPS: one goroutine, OPS puts then OPS gets of
       128-byte values, each op sent two ways in turn, op by op: as a
       batch of one op (client Do) and through the client's Put and Get
       (its auto-batcher). Like redis-benchmark, the program talks to its
@@ -32,6 +32,12 @@ Runs ROUNDS rounds, each of:
       one command to that Redis from the same Go program, in turn.
       Interleaved, the three see the same moment's noise, but three
       processes take turns where (a) and (b) have two.
+(a) comes first in odd rounds and (b) in even ones, so that a machine
+that grows slower or quicker through a round favours neither. A small VM
+has quick and slow spells of seconds; so besides the ratio of the
+medians over the rounds, the script gives the median, lowest and highest
+of each round's own ratio (batchkv's figure over redis-benchmark's in
+that round), which a spell moves less.
 redis-benchmark gives a percentile as the top of its histogram's bucket,
 8 µs wide below 128 µs (Redis 7.0): its p50 of 23 is a median between
 16 and 23 µs.
@@ -111,15 +117,20 @@ trap 'exit 130' INT TERM
 
 (cd "$ROOT" && go build -o bin/ ./cmd/kvsserver ./cmd/kvsclient)
 
-# redis_round ROUND: Redis's p50 and p99 of lone SETs and GETs under
-# redis-benchmark; Redis stays up for batchkv_round.
-redis_round() {
+# redis_up ROUND: a Redis holding the keys redis-benchmark -r OPS reads.
+redis_up() {
     local round=$1
     port_free "$REDIS_PORT"
     redis_start "$REDIS_PORT" "$OUT/redis-server-$round.log"
     [[ -z $SERVER_CPU ]] || taskset -a -p -c "$SERVER_CPU" "$REDIS_PID" > /dev/null
     # The keys first, so that every GET finds a 128-byte value.
     redis_load "$REDIS_PORT" "$OPS" > "$OUT/redis-load-$round.log"
+}
+
+# redis_round ROUND: Redis's p50 and p99 of lone SETs and GETs under
+# redis-benchmark.
+redis_round() {
+    local round=$1
     "${ON_CLIENT_CPU[@]}" redis-benchmark -p "$REDIS_PORT" -c 1 -P 1 -t set,get -n "$OPS" -r "$OPS" -d 128 --csv \
         > "$OUT/redis-benchmark-$round.csv"
     # "SET","rps","avg","min","p50","p95","p99","max" in milliseconds.
@@ -148,24 +159,29 @@ sync_run() {
             printf "%s,%s%s,%s,%.1f,%.1f\n", r, name, sfx, $2, us($8), us($12) }' "$out" >> "$CSV"
 }
 
-# batchkv_round ROUND: one server; kvsclient -sync-ops alone, then
-# interleaved with the Redis of redis_round.
-batchkv_round() {
+# kvsserver_up ROUND: the batchkv server of the round.
+kvsserver_up() {
     local round=$1
     port_free "$PORT"
     "${ON_SERVER_CPU[@]}" "$ROOT/bin/kvsserver" -host 127.0.0.1 -port "$PORT" > "$OUT/kvsserver-$round.log" 2>&1 &
     procs_add "$!"
     wait_port "$PORT"
-    sync_run "$round" ""
-    sync_run "$round" "-il" -sync-redis "127.0.0.1:$REDIS_PORT"
-    procs_stop
 }
 
 for round in $(seq "$ROUNDS"); do
-    echo "round $round: redis-benchmark"
-    redis_round "$round"
-    echo "round $round: kvsclient -sync-ops, alone, then interleaved with Redis"
-    batchkv_round "$round"
+    redis_up "$round"
+    kvsserver_up "$round"
+    if (( round % 2 == 1 )); then
+        echo "round $round: redis-benchmark, then kvsclient -sync-ops alone, then interleaved with Redis"
+        redis_round "$round"
+        sync_run "$round" ""
+    else
+        echo "round $round: kvsclient -sync-ops alone, then redis-benchmark, then interleaved with Redis"
+        sync_run "$round" ""
+        redis_round "$round"
+    fi
+    sync_run "$round" "-il" -sync-redis "127.0.0.1:$REDIS_PORT"
+    procs_stop
 done
 
 echo
@@ -179,6 +195,16 @@ median() {
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "nan" }'; }
 
+# paired SYSTEM OP FIELD: each round's SYSTEM figure over redis-benchmark's
+# in the same round, as "median (lowest-highest)" over the rounds.
+paired() {
+    awk -F, -v s="$1" -v o="$2" -v f="$3" '
+        $3 == o && $2 == "redis" { r[$1] = $f }
+        $3 == o && $2 == s { b[$1] = $f }
+        END { for (k in b) if (r[k] > 0) printf "%.2f\n", b[k] / r[k] }' "$CSV" | sort -g |
+        awk '{v[NR] = $1} END {if (NR) printf "%s (%s-%s)", v[int((NR + 1) / 2)], v[1], v[NR]; else print "nan"}'
+}
+
 {
     echo "batchkv: kvsclient -sync-ops alone with its server, as redis-benchmark is with Redis; interleaved: the same Go program sends each op to batchkv (Do, then Put/Get) and to Redis in turn"
     echo
@@ -191,6 +217,14 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else
         g50=$(median redis-go-il "$op" 4); g99=$(median redis-go-il "$op" 5)
         i50=$(median batchkv-il "$op" 4); i99=$(median batchkv-il "$op" 5)
         echo "| $op | $r50 / $r99 | $d50 / $d99 | $a50 / $a99 | $(ratio "$d50" "$r50"), $(ratio "$d99" "$r99") | $(ratio "$a50" "$r50"), $(ratio "$a99" "$r99") | $(ratio "$a50" "$d50") | $g50 / $g99 | $i50 / $i99 | $(ratio "$i50" "$g50"), $(ratio "$i99" "$g99") |"
+    done
+    echo
+    echo "Each round's own ratio to redis-benchmark in that round: median (lowest-highest) over the rounds"
+    echo
+    echo "| op | Do p50 | Do p99 | Put/Get p50 | Put/Get p99 |"
+    echo "|---|---|---|---|---|"
+    for op in get put; do
+        echo "| $op | $(paired batchkv "$op" 4) | $(paired batchkv "$op" 5) | $(paired batchkv-auto "$op" 4) | $(paired batchkv-auto "$op" 5) |"
     done
 } | tee "$OUT/latency.md"
 echo "medians over $ROUNDS rounds; written to $OUT/latency.md"
