@@ -48,7 +48,8 @@ client and server on different cores as on one, and it moves between the
 two within a run, so pinning both systems the same way compares them at
 one placement.
 Prints each round's p50 and p99 and then the medians over the rounds with
-the ratios batchkv / Redis (below 1 is faster than Redis) and Get / Do.
+the ratios batchkv / Redis (below 1 is faster than Redis) and Get / Do,
+and draws each round's figures (latency-p50.png, latency-p99.png).
 Installs Redis from Debian's packages if missing.
 
 Options (defaults in brackets):
@@ -115,7 +116,7 @@ echo "results: $OUT"
 trap procs_stop EXIT
 trap 'exit 130' INT TERM
 
-(cd "$ROOT" && go build -o bin/ ./cmd/kvsserver ./cmd/kvsclient)
+(cd "$ROOT" && go build -o bin/ ./cmd/kvsserver ./cmd/kvsclient ./cmd/kvsplot)
 
 # redis_up ROUND: a Redis holding the keys redis-benchmark -r OPS reads.
 redis_up() {
@@ -228,3 +229,5 @@ paired() {
     done
 } | tee "$OUT/latency.md"
 echo "medians over $ROUNDS rounds; written to $OUT/latency.md"
+# Each round's p50 and p99 of both systems: the spells move both.
+"$ROOT/bin/kvsplot" latency -out "$OUT/latency" "$CSV"

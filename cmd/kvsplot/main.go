@@ -7,9 +7,11 @@
 //	                                       plots/batch-throughput.png and plots/batch-latency.png
 //	kvsplot scaling -out plots/scaling results.csv
 //	                                       plots/scaling.png and plots/scaling.md
+//	kvsplot latency -out DIR/latency DIR/latency.csv
+//	                                       DIR/latency-p50.png and -p99.png: each round of benchmark-latency.sh
 //
 // The sweep scripts (benchmark-batch.sh, benchmark-clients.sh,
-// benchmark-scaling.sh) and run-cluster.sh call it; it can be run by hand
+// benchmark-scaling.sh), benchmark-latency.sh and run-cluster.sh call it; it can be run by hand
 // on any run's logs.
 package main
 
@@ -36,7 +38,7 @@ func main() {
 	os.Exit(cli.Exit(err))
 }
 
-const usage = "usage: kvsplot run|row|sweep|scaling|grow [flags] ARG (kvsplot CMD -h for its flags)"
+const usage = "usage: kvsplot run|row|sweep|scaling|grow|latency [flags] ARG (kvsplot CMD -h for its flags)"
 
 func run(args []string, stdout io.Writer) error {
 	if len(args) == 0 {
@@ -97,6 +99,12 @@ func run(args []string, stdout io.Writer) error {
 			return err
 		}
 		return scalingPlots(fs.Arg(0), *out, stdout)
+	case "latency":
+		out := fs.String("out", "latency", "path prefix of the PNGs")
+		if err := parseOne(fs, args, "CSV"); err != nil {
+			return err
+		}
+		return latencyPlots(fs.Arg(0), *out, stdout)
 	}
 	return fmt.Errorf("unknown command %q; %s", cmd, usage)
 }

@@ -45,6 +45,9 @@ type Chart struct {
 	Title, XLabel, YLabel string
 	LogX, LogY            bool
 	Series                []Series
+	// LegendBelow puts the legend in the bottom left corner, for lines
+	// that run high and level; by default it sits top left.
+	LegendBelow bool
 }
 
 // summary returns the median of vs and how far the min and max lie below
@@ -118,7 +121,7 @@ func Lines(c Chart, path string) error {
 		}
 	}
 	// Top left: sweeps rise from left to right, so the corner stays clear.
-	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.Top, p.Legend.Left = !c.LegendBelow, true
 	return save(path, Width, Height, [][]*plot.Plot{{p}})
 }
 
