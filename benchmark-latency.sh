@@ -8,6 +8,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 ROUNDS=3
 OPS=20000
+BLOCK=200
 PORT=29080
 REDIS_PORT=29379
 OUT=""
@@ -28,16 +29,19 @@ only) beside it, of:
       batch of one op (client Do) and through the client's Put and Get
       (its auto-batcher). Like redis-benchmark, the program talks to its
       server alone;
-  (c) kvsclient -sync-ops OPS -sync-redis: the same, each op also sent as
-      one command to that Redis from the same Go program, in turn.
-      Interleaved, the three see the same moment's noise, but three
-      processes take turns where (a) and (b) have two.
+  (c) last, kvsclient -sync-ops OPS -sync-redis -sync-block BLOCK: the
+      same, each op also sent as one command to that Redis from the same
+      Go program, the three ways taking turns of BLOCK ops in a row.
+      Interleaved, the three see the same moment's noise; in turns of
+      some hundreds each server runs hot through its turn, as it does
+      alone with its client, where op by op (--block 1) each sleeps while
+      the others answer and wakes cold.
 (a) comes first in odd rounds and (b) in even ones, so that a machine
 that grows slower or quicker through a round favours neither. A small VM
 has quick and slow spells of seconds; so besides the ratio of the
-medians over the rounds, the script gives the median, lowest and highest
-of each round's own ratio (batchkv's figure over redis-benchmark's in
-that round), which a spell moves less.
+medians over the rounds, the script gives the (lower) median, lowest and
+highest of each round's own ratio (batchkv's figure over
+redis-benchmark's in that round), which a spell moves less.
 redis-benchmark gives a percentile as the top of its histogram's bucket,
 8 µs wide below 128 µs (Redis 7.0): its p50 of 23 is a median between
 16 and 23 µs.
@@ -49,7 +53,9 @@ two within a run, so pinning both systems the same way compares them at
 one placement.
 Prints each round's p50 and p99 and then the medians over the rounds with
 the ratios batchkv / Redis (below 1 is faster than Redis) and Get / Do,
-and draws each round's figures (latency-p50.png, latency-p99.png).
+and draws each round's p50 and p99 of redis-benchmark and of Do
+(latency-p50.png, latency-p99.png). A median over an even number of
+rounds is the lower of the two middle ones.
 Installs Redis from Debian's packages if missing.
 
 Options (defaults in brackets):
@@ -57,6 +63,7 @@ Options (defaults in brackets):
   --ops N           ops of each kind per run [$OPS]
   --port N          port of kvsserver on 127.0.0.1 [$PORT]
   --redis-port N    port of redis-server on 127.0.0.1 [$REDIS_PORT]
+  --block N         ops in a row each way takes in (c) [$BLOCK]
   --cpus S,C        run the servers on CPU S and the clients on CPU C
                     (taskset; S and C may be equal) [not pinned]
   --quick           1 round of 2,000 ops
@@ -72,6 +79,7 @@ while [[ $# -gt 0 ]]; do
         --ops) OPS="${2:?}"; shift 2 ;;
         --port) PORT="${2:?}"; shift 2 ;;
         --redis-port) REDIS_PORT="${2:?}"; shift 2 ;;
+        --block) BLOCK="${2:?}"; shift 2 ;;
         --cpus)
             [[ ${2:-} =~ ^([0-9]+),([0-9]+)$ ]] || { echo "--cpus wants S,C, two CPU numbers (see --help)" >&2; exit 2; }
             SERVER_CPU=${BASH_REMATCH[1]}; CLIENT_CPU=${BASH_REMATCH[2]}; shift 2 ;;
@@ -80,9 +88,10 @@ while [[ $# -gt 0 ]]; do
         *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
 done
-for n in "$ROUNDS" "$OPS" "$PORT" "$REDIS_PORT"; do
+for n in "$ROUNDS" "$OPS" "$PORT" "$REDIS_PORT" "$BLOCK"; do
     [[ $n =~ ^[1-9][0-9]*$ ]] || { echo "not a positive number: $n (see --help)" >&2; exit 2; }
 done
+(( BLOCK <= OPS )) || BLOCK=$OPS
 
 if [[ -n $SERVER_CPU ]]; then
     command -v taskset >/dev/null || { echo "--cpus needs taskset (Debian's util-linux)" >&2; exit 2; }
@@ -109,7 +118,7 @@ OUT="${OUT:-$ROOT/logs/latency-$(date +%Y%m%d-%H%M%S)}"
 mkdir -p "$OUT"
 CSV="$OUT/latency.csv"
 echo "round,system,op,p50_us,p99_us" > "$CSV"
-echo "rounds=$ROUNDS ops=$OPS port=$PORT redis_port=$REDIS_PORT value_bytes=128 cpus=${SERVER_CPU:-any},${CLIENT_CPU:-any}"
+echo "rounds=$ROUNDS ops=$OPS port=$PORT redis_port=$REDIS_PORT block=$BLOCK value_bytes=128 cpus=${SERVER_CPU:-any},${CLIENT_CPU:-any}"
 echo "redis: $(redis-server --version)"
 echo "results: $OUT"
 
@@ -181,7 +190,7 @@ for round in $(seq "$ROUNDS"); do
         sync_run "$round" ""
         redis_round "$round"
     fi
-    sync_run "$round" "-il" -sync-redis "127.0.0.1:$REDIS_PORT"
+    sync_run "$round" "-il" -sync-redis "127.0.0.1:$REDIS_PORT" -sync-block "$BLOCK"
     procs_stop
 done
 
@@ -207,7 +216,7 @@ paired() {
 }
 
 {
-    echo "batchkv: kvsclient -sync-ops alone with its server, as redis-benchmark is with Redis; interleaved: the same Go program sends each op to batchkv (Do, then Put/Get) and to Redis in turn"
+    echo "batchkv: kvsclient -sync-ops alone with its server, as redis-benchmark is with Redis; interleaved: the same Go program sends its ops to batchkv (Do, then Put/Get) and to Redis in turns of $BLOCK"
     echo
     echo "| op | redis-benchmark p50 / p99 (µs) | batchkv Do | Put/Get | Do / redis-benchmark p50, p99 | Put/Get / redis-benchmark p50, p99 | Put/Get / Do p50 | interleaved: Redis | Do | Do / Redis p50, p99 |"
     echo "|---|---|---|---|---|---|---|---|---|---|"

@@ -76,6 +76,7 @@ type options struct {
 	vnodes     int
 	cpuprofile string
 	syncOps    int
+	syncBlock  int
 	syncRedis  string
 	lonePoll   time.Duration
 	tls        *tls.Config
@@ -110,6 +111,7 @@ func parse(args []string) (*options, error) {
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the measured load to this file")
 	fs.IntVar(&o.syncOps, "sync-ops", 0, "instead of the load: load this many keys, then time as many synchronous single puts over them, then as many gets, from one goroutine, each op as a batch of one (Do) and through Put or Get in turn; print their latency percentiles")
 	fs.DurationVar(&o.lonePoll, "lone-poll", client.DefaultLonePoll, "the longest a lone call polls its socket for its reply before it sleeps (client.Config.LonePoll); negative: never poll")
+	fs.IntVar(&o.syncBlock, "sync-block", 1, "with -sync-ops: ops each way takes in a row before the next way takes its turn (1: op by op)")
 	fs.StringVar(&o.syncRedis, "sync-redis", "", "with -sync-ops: host:port of a Redis server that each op is also sent to, as one command, interleaved with the others")
 	fs.BoolVar(&o.check, "check", false, "check the run: -check-clients more goroutines work on -check-keys hot keys, every op recorded, and porcupine checks their history when the run ends")
 	fs.IntVar(&o.checkClients, "check-clients", 4, "with -check: goroutines on the hot keys, besides the -numClients of the load")
@@ -197,7 +199,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		if !ok {
 			return errors.New("-sync-ops needs -protocol batchkv (for RESP, redis-benchmark -c 1 -P 1 measures lone commands)")
 		}
-		return syncLatency(ctx, lib, o.syncRedis, o.lonePoll, o.syncOps, strings.Repeat("v", o.valueBytes), stdout)
+		if o.syncBlock < 1 || o.syncBlock > o.syncOps {
+			return fmt.Errorf("-sync-block %d: want 1 to -sync-ops (%d)", o.syncBlock, o.syncOps)
+		}
+		return syncLatency(ctx, lib, syncOptions{redisAddr: o.syncRedis, lonePoll: o.lonePoll, n: o.syncOps, block: o.syncBlock,
+			value: strings.Repeat("v", o.valueBytes)}, stdout)
 	}
 	if o.preload {
 		start := time.Now()

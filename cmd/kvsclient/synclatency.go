@@ -21,27 +21,41 @@ type syncLeg struct {
 	do  func(ctx context.Context, op wire.Op) (wire.Result, error)
 }
 
+// syncOptions are -sync-ops's settings.
+type syncOptions struct {
+	redisAddr string        // a Redis server that is a leg too; empty: none
+	lonePoll  time.Duration // the Redis leg's polling limit (-lone-poll)
+	n         int           // ops of each kind (puts, then gets)
+	block     int           // ops a leg takes in a row before the next leg's turn
+	value     string        // what each put writes
+}
+
 // syncLatency is the Raft seed's experiment: n synchronous single-op puts
 // from one goroutine, then n gets of the same keys, each waiting for the
 // previous to return, over keys it loads first, untimed.
 //
-// Each op goes every way (syncLeg) in turn, op by op, in an order that
-// rotates: the i-th put via Do, then via Put, then (with redisAddr) as a
-// SET to Redis, then the next put starting one leg later. This machine's
-// round trip moves by 2x within seconds, so legs timed one after the other
-// (all puts via Do, then all via Put) differ by the noise of their minute
-// more than by their code; interleaved, each pair of legs sees the same
-// noise and their ratio is the code's. It prints the latency percentiles
-// of each op and leg.
-func syncLatency(ctx context.Context, cl *client.Client, redisAddr string, lonePoll time.Duration, n int, value string, stdout io.Writer) error {
+// Each op goes every way (syncLeg) in turn, in an order that rotates: with
+// a block of 1, the i-th put via Do, then via Put, then (with redisAddr)
+// as a SET to Redis, then the next put starting one leg later; with a
+// block of b, each leg sends b ops in a row before the next leg sends the
+// same b. This machine's round trip moves by 2x within seconds, so legs
+// timed one after the other (all puts via Do, then all via Put) differ by
+// the noise of their minute more than by their code; interleaved, each
+// pair of legs sees the same noise and their ratio is the code's. Op by
+// op, though, every server sleeps while the other legs' servers answer,
+// and wakes cold; a block of some hundreds keeps each hot for its turn,
+// as a server alone with its client is, and still shares the noise. It
+// prints the latency percentiles of each op and leg.
+func syncLatency(ctx context.Context, cl *client.Client, o syncOptions, stdout io.Writer) error {
+	n, value := o.n, o.value
 	legs := []syncLeg{
 		{"Do", func(ctx context.Context, op wire.Op) (wire.Result, error) { return doOne(ctx, cl, op) }},
 		{"Put", func(ctx context.Context, op wire.Op) (wire.Result, error) { return libOne(ctx, cl, op) }},
 	}
 	var rc *respClient
-	if redisAddr != "" {
-		rc = newRESPClient([]string{redisAddr}, nil)
-		rc.lonePoll = busypoll.New(cmp.Or(lonePoll, client.DefaultLonePoll)) // 0 is the library's default
+	if o.redisAddr != "" {
+		rc = newRESPClient([]string{o.redisAddr}, nil)
+		rc.lonePoll = busypoll.New(cmp.Or(o.lonePoll, client.DefaultLonePoll)) // 0 is the library's default
 		defer rc.Close()
 		legs = append(legs, syncLeg{"redis", func(ctx context.Context, op wire.Op) (wire.Result, error) { return doOne(ctx, rc, op) }})
 	}
@@ -63,14 +77,14 @@ func syncLatency(ctx context.Context, cl *client.Client, redisAddr string, loneP
 	}
 	for _, code := range []wire.OpCode{wire.OpPut, wire.OpGet} {
 		lat := make([][]time.Duration, len(legs))
-		for i := range n {
-			op := wire.Op{Code: code, Key: key(i)}
-			if code == wire.OpPut {
-				op.Value = value
-			}
-			for j := range legs {
-				k := (i + j) % len(legs)
-				leg := legs[k]
+		for _, turn := range syncTurns(n, o.block, len(legs)) {
+			k := turn.leg
+			leg := legs[k]
+			for i := turn.from; i < turn.to; i++ {
+				op := wire.Op{Code: code, Key: key(i)}
+				if code == wire.OpPut {
+					op.Value = value
+				}
 				start := time.Now()
 				res, err := leg.do(ctx, op)
 				took := time.Since(start)
@@ -91,7 +105,7 @@ func syncLatency(ctx context.Context, cl *client.Client, redisAddr string, loneP
 			if via == "Put" && code == wire.OpGet {
 				via = "Get"
 			}
-			fmt.Fprintf(stdout, "sync %s via %s n %d p50 %v p90 %v p99 %v p99.9 %v p99.99 %v max %v\n", syncOpName(code), via, n,
+			fmt.Fprintf(stdout, "sync %s via %s n %d p50 %v p90 %v p99 %v p99.9 %v p99.99 %v max %v\n", syncOpName(code), via, len(l),
 				pct(0.50), pct(0.90), pct(0.99), pct(0.999), pct(0.9999), l[len(l)-1])
 		}
 	}
@@ -100,9 +114,25 @@ func syncLatency(ctx context.Context, cl *client.Client, redisAddr string, loneP
 	}
 	if rc != nil {
 		slept, polled := rc.lonePoll.Means()
-		fmt.Fprintf(stdout, "lone calls to Redis %s: mean %v asleep, %v polling (0: not tried)\n", redisAddr, slept, polled)
+		fmt.Fprintf(stdout, "lone calls to Redis %s: mean %v asleep, %v polling (0: not tried)\n", o.redisAddr, slept, polled)
 	}
 	return nil
+}
+
+// syncTurn is one leg's turn: ops from to to (not included).
+type syncTurn struct{ leg, from, to int }
+
+// syncTurns is the order in which legs legs send n ops, block at a time:
+// every leg sends ops 0 to block, then every leg the next block, and so
+// on, the leg that goes first moving on by one each block.
+func syncTurns(n, block, legs int) []syncTurn {
+	var turns []syncTurn
+	for from := 0; from < n; from += block {
+		for j := range legs {
+			turns = append(turns, syncTurn{leg: (from/block + j) % legs, from: from, to: min(n, from+block)})
+		}
+	}
+	return turns
 }
 
 // syncOpName is "put" or "get", as benchmark-latency.sh reads them.

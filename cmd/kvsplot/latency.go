@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/batchkv/batchkv/internal/plots"
 )
@@ -20,6 +22,9 @@ var latencySeries = []struct{ system, op, name string }{
 	{"batchkv", "put", "batchkv Do put"},
 }
 
+// latencyHeader is the first line of benchmark-latency.sh's CSV.
+var latencyHeader = []string{"round", "system", "op", "p50_us", "p99_us"}
+
 // readLatencyCSV reads benchmark-latency.sh's CSV (round, system, op,
 // p50_us, p99_us) into one series per latencySeries entry for each
 // percentile column: p50 and p99, each a point per round.
@@ -28,8 +33,8 @@ func readLatencyCSV(r io.Reader) (p50, p99 []plots.Series, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(rows) < 2 || len(rows[0]) != 5 || rows[0][0] != "round" {
-		return nil, nil, fmt.Errorf("not a benchmark-latency.sh CSV: want the header round,system,op,p50_us,p99_us and rows")
+	if len(rows) < 2 || !slices.Equal(rows[0], latencyHeader) {
+		return nil, nil, fmt.Errorf("not a benchmark-latency.sh CSV: want the header %s and rows", strings.Join(latencyHeader, ","))
 	}
 	p50 = make([]plots.Series, len(latencySeries))
 	p99 = make([]plots.Series, len(latencySeries))

@@ -54,14 +54,22 @@ func TestLatencyCSVRoundByRound(t *testing.T) {
 }
 
 func TestLatencyPlotsRefusesWhatIsNotItsCSV(t *testing.T) {
-	for name, text := range map[string]string{
-		"no header":      "1,redis,get,23.0,55.0\n",
-		"header only":    "round,system,op,p50_us,p99_us\n",
-		"a bad number":   "round,system,op,p50_us,p99_us\n1,redis,get,fast,55.0\n",
-		"no batchkv put": "round,system,op,p50_us,p99_us\n1,redis,get,23,55\n1,batchkv,get,20,50\n1,redis,put,23,55\n",
+	const header = "round,system,op,p50_us,p99_us\n"
+	for _, c := range []struct{ name, text, err string }{
+		{"no header", "1,redis,get,23.0,55.0\n", "want the header round,system,op,p50_us,p99_us"},
+		{"columns swapped", "round,system,op,p99_us,p50_us\n1,redis,get,55,23\n", "want the header"},
+		{"header only", header, "want the header"},
+		{"a bad number", header + "1,redis,get,fast,55.0\n", "row 2"},
+		{"no batchkv put", header + "1,redis,get,23,55\n1,batchkv,get,20,50\n1,redis,put,23,55\n", "no rows of batchkv put"},
 	} {
-		_, _, err := readLatencyCSV(strings.NewReader(text))
-		require.Error(t, err, name)
+		_, _, err := readLatencyCSV(strings.NewReader(c.text))
+		require.ErrorContains(t, err, c.err, c.name)
+	}
+	// One round (--quick) is a figure of one point a line.
+	p50, _, err := readLatencyCSV(strings.NewReader(header + "1,redis,get,23,55\n1,batchkv,get,20,50\n1,redis,put,23,55\n1,batchkv,put,21,51\n"))
+	require.NoError(t, err)
+	for _, s := range p50 {
+		require.Len(t, s.Points, 1, s.Name)
 	}
 }
 
@@ -73,5 +81,5 @@ func TestLatencyWritesBothFigures(t *testing.T) {
 	require.NoError(t, run([]string{"latency", "-out", filepath.Join(dir, "latency"), csvPath}, &out))
 	plotstest.RequirePNG(t, filepath.Join(dir, "latency-p50.png"), plots.Width, plots.Height)
 	plotstest.RequirePNG(t, filepath.Join(dir, "latency-p99.png"), plots.Width, plots.Height)
-	require.Error(t, run([]string{"latency", filepath.Join(dir, "missing.csv")}, &out))
+	require.Error(t, run([]string{"latency", "-out", filepath.Join(dir, "missing"), filepath.Join(dir, "missing.csv")}, &out))
 }

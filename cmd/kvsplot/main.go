@@ -8,7 +8,8 @@
 //	kvsplot scaling -out plots/scaling results.csv
 //	                                       plots/scaling.png and plots/scaling.md
 //	kvsplot latency -out DIR/latency DIR/latency.csv
-//	                                       DIR/latency-p50.png and -p99.png: each round of benchmark-latency.sh
+//	                                       DIR/latency-p50.png and -p99.png:
+//	                                       each round of benchmark-latency.sh
 //
 // The sweep scripts (benchmark-batch.sh, benchmark-clients.sh,
 // benchmark-scaling.sh), benchmark-latency.sh and run-cluster.sh call it; it can be run by hand

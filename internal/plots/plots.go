@@ -120,7 +120,8 @@ func Lines(c Chart, path string) error {
 			p.Legend.Add(s.Name, line, points)
 		}
 	}
-	// Top left: sweeps rise from left to right, so the corner stays clear.
+	// Top left unless LegendBelow: sweeps rise from left to right, so the
+	// corner stays clear.
 	p.Legend.Top, p.Legend.Left = !c.LegendBelow, true
 	return save(path, Width, Height, [][]*plot.Plot{{p}})
 }
