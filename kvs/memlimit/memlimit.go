@@ -11,12 +11,20 @@ import (
 // Min is the least -max-memory a server runs with.
 const Min = 256 << 20
 
-// Shares splits maxMemory bytes: what the stores may hold, off the Go
-// heap, and what the Go heap may take (a quarter, at least 128 MiB and
-// at most half).
+// Reserve is what a server's process keeps resident outside both the Go
+// runtime's memory limit and the stores: its executable's code and data,
+// mapped from the file (13 MiB on Linux/amd64), and a margin for the
+// limit, which the collector meets only as it runs. Under a pipelining
+// attack a server whose Go limit was -max-memory less its stores peaked
+// at 1,028 MiB of 1,024 (docs/memory.md).
+const Reserve = 32 << 20
+
+// Shares splits maxMemory bytes: what the Go heap may take (a quarter,
+// at least 128 MiB and at most half), and what the stores may hold, off
+// the Go heap, which is the rest less the Reserve.
 func Shares(maxMemory int64) (stores, heap int64) {
 	heap = min(max(maxMemory/4, 128<<20), maxMemory/2)
-	return maxMemory - heap, heap
+	return maxMemory - Reserve - heap, heap
 }
 
 // LogCacheShare is what the Raft log caches of a server with maxMemory
@@ -31,9 +39,9 @@ func LogCacheShare(maxMemory int64) int64 {
 }
 
 // FollowStores sets the Go runtime's memory limit (GOMEMLIMIT) to
-// maxMemory less what the stores hold (stores()), never under the heap's
-// share, now and again until stop is closed, so that the heap and the
-// stores together stay within maxMemory. A limit fixed at the heap's
+// maxMemory less the Reserve and what the stores hold (stores()), never
+// under the heap's share, now and again until stop is closed, so that the
+// heap, the stores and the executable together stay within maxMemory. A limit fixed at the heap's
 // share instead sat under what full reply budgets hold, and the collector
 // then ran without pause. The limit is the process's: one server a
 // process may follow.
@@ -45,7 +53,7 @@ func LogCacheShare(maxMemory int64) int64 {
 // after a quiet spell is followed at most EveryQuiet late.
 func FollowStores(stop <-chan struct{}, maxMemory int64, stores func() int64) {
 	_, heap := Shares(maxMemory)
-	limit := func() int64 { return max(maxMemory-stores(), heap) }
+	limit := func() int64 { return max(maxMemory-Reserve-stores(), heap) }
 	set := limit()
 	debug.SetMemoryLimit(set)
 	every := Every
