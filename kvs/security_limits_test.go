@@ -651,23 +651,24 @@ func TestStalledReadersDoNotStarveOthers(t *testing.T) {
 
 // TestStalledReaderClosedSoonAfterBudgetGoesOver: with the reaper's
 // looks an hour apart while the server is within its reply budget (30 s
-// here: a quarter of the idle timeout), a peer that holds a 15.5 MiB
-// reply unread takes the server over its 1 MiB budget and is still closed
-// within seconds of the 100 ms stall timeout: the budget going over wakes
-// the reaper, which then looks at the stall timeout's pace.
+// here: a quarter of the idle timeout), a peer that holds two 4 MiB
+// replies unread (one batch reads at most half the budget) takes the
+// server over its 8 MiB budget and is still closed within seconds of the
+// 100 ms stall timeout: the budget going over wakes the reaper, which
+// then looks at the stall timeout's pace.
 func TestStalledReaderClosedSoonAfterBudgetGoesOver(t *testing.T) {
-	cfg := kvs.Config{Limits: kvs.Limits{ReplyBudget: 1 << 20, ConnReplyBudget: 1 << 20,
+	cfg := kvs.Config{Limits: kvs.Limits{ReplyBudget: 8 << 20, ConnReplyBudget: 8 << 20,
 		StallTimeout: 100 * time.Millisecond, WriteTimeout: time.Minute}}
 	kvs.SetReapEveryMaxForTest(&cfg, time.Hour)
 	srv, addr := startServer(t, cfg)
 	cl, err := client.New(client.Config{Servers: []string{addr}})
 	require.NoError(t, err)
 	defer cl.Close()
-	require.NoError(t, cl.Put(t.Context(), "big", strings.Repeat("x", 256<<10)))
-	conn := pipelineBigReads(t, addr, "big", 1)
+	require.NoError(t, cl.Put(t.Context(), "big", strings.Repeat("x", wire.MaxValueBytes)))
+	conn := pipelineBigReads(t, addr, "big", 2)
 	defer conn.Close()
-	require.Eventually(t, func() bool { return gauge(t, srv, "batchkv_reply_held_bytes") >= 1<<20 }, 10*time.Second, 5*time.Millisecond,
-		"the reply never took the server over its budget")
+	require.Eventually(t, func() bool { return gauge(t, srv, "batchkv_reply_held_bytes") >= 8<<20 }, 10*time.Second, 5*time.Millisecond,
+		"the replies never took the server over its budget")
 	start := time.Now()
 	require.Eventually(t, func() bool { return srv.Stats().StalledClosed.Load() > 0 }, 5*time.Second, 5*time.Millisecond,
 		"the stalled peer was not closed: the reaper was not woken when the budget went over")

@@ -33,15 +33,25 @@ type Applier struct {
 	// valueBytes is the mean value size read by the last batch, plus one:
 	// the next batch sizes its value buffer from it.
 	valueBytes atomic.Uint64
+	// maxValues is the most bytes of values one batch reads: a frame's
+	// worth, and at most half the server's reply budget (but one value of
+	// the largest size, always), so that no one batch takes the server
+	// over its budget alone. A batch that could, held unread by a stalled
+	// peer, kept the budget over until the peer was closed, and peers
+	// that each did so in turn starved every other reader for as long.
+	maxValues int
 }
 
 // NewApplier returns an Applier that counts in st and keeps the
 // server-wide reply budget replies, with a few build slots; nil replies
 // means no budget and no slots (benchmarks that build backends by hand).
 func NewApplier(st *stats.Stats, replies *Budget) *Applier {
-	a := &Applier{stats: st, replies: replies}
+	a := &Applier{stats: st, replies: replies, maxValues: maxReplyValues}
 	if replies != nil {
 		a.slots = make(chan struct{}, buildSlots())
+		if replies.limit > 0 {
+			a.maxValues = int(min(int64(maxReplyValues), max(replies.limit/2, wire.MaxValueBytes)))
+		}
 	}
 	return a
 }
@@ -80,7 +90,7 @@ func (a *Applier) applyAt(st store.Store, ops []wire.Op, at []int32, results []w
 	if gets > 0 {
 		a.admit(cl)
 	}
-	vals := &store.Values{Limit: maxReplyValues, Hint: a.valueBufSize(gets)}
+	vals := &store.Values{Limit: a.maxValues, Hint: a.valueBufSize(gets)}
 	store.ApplyAt(st, ops, at, results, vals)
 	if gets > 0 {
 		if a.slots != nil {
@@ -134,7 +144,7 @@ func (a *Applier) valueBufSize(gets uint64) int {
 	if per == 0 {
 		per = 64
 	}
-	return int(min(gets*per+gets*per/4, maxReplyValues))
+	return int(min(gets*per+gets*per/4, uint64(a.maxValues)))
 }
 
 // buildSlots is how many batches may read values from the stores at once.
