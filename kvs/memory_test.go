@@ -30,7 +30,7 @@ import (
 // and for a shard that is a Raft group.
 func TestMaxMemoryRefusesWritesAndServesReads(t *testing.T) {
 	if testing.Short() {
-		t.Skip("fills 128 MiB")
+		t.Skip("fills the stores' 96 MiB")
 	}
 	for _, tc := range []struct {
 		name string

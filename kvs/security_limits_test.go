@@ -594,8 +594,8 @@ func TestServedCallsAreForgotten(t *testing.T) {
 }
 
 // stalledAttack runs 8 connections that each pipeline 2 batches of 62
-// gets of a 1 MiB value and never read, against a server whose reply
-// budget is 16 MiB, and returns how long another client then took to be
+// gets of a 1 MiB value (of which a batch reads 8, half the budget) and
+// never read, against a server whose reply budget is 16 MiB, and returns how long another client then took to be
 // served 20 gets (or the error that ended them, 5 s at the most) and how
 // many connections the server closed as stalled.
 func stalledAttack(t *testing.T, stall time.Duration) (time.Duration, uint64, error) {
@@ -627,7 +627,7 @@ func stalledAttack(t *testing.T, stall time.Duration) (time.Duration, uint64, er
 	return time.Since(start), srv.Stats().StalledClosed.Load(), nil
 }
 
-// TestStalledReadersDoNotStarveOthers: peers that each hold one large
+// TestStalledReadersDoNotStarveOthers: peers that each hold one 8 MiB
 // reply unread (one always proceeds per connection) take the server over
 // its reply budget, where every other batch with gets waits; the server
 // closes them once they have written nothing for Limits.StallTimeout, so

@@ -254,12 +254,16 @@ func appendValue(b []byte, op wire.Op, res wire.Result, proto int) []byte {
 	}
 }
 
-// appendOpError appends the error of an op that was not applied. A write
-// refused for memory gets Redis's OOM error, which clients know.
+// appendOpError appends the error of an op that was not applied (a get:
+// not served). A write refused for memory gets Redis's OOM error, which
+// clients know.
 func appendOpError(b []byte, op wire.Op, st wire.Status) []byte {
 	what := "not applied"
-	if st == wire.StatusUnknown {
+	switch {
+	case st == wire.StatusUnknown:
 		what = "it may or may not have been applied"
+	case op.Code == wire.OpGet:
+		what = "not served"
 	}
 	prefix := "ERR"
 	if st == wire.StatusNoMemory {

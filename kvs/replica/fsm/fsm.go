@@ -199,10 +199,11 @@ func (f *Machine) expireSessions(now int64) {
 }
 
 // maxEntryValues caps the bytes of values that one entry's gets and
-// conditional puts return, as a server caps a batch's reply
-// (kvs.maxReplyValues): past it, an op answers StatusTooLarge, and a
-// conditional put is not applied. Every replica applies the same entries
-// to the same state, so every replica refuses the same ops.
+// conditional puts return, at what a reply frame holds: past it, an op
+// answers StatusTooLarge, and a conditional put is not applied. It is
+// fixed, not taken from the server's reply budget as a read served from a
+// server's own store is (package backend): every replica applies the same
+// entries to the same state, so every replica refuses the same ops.
 const maxEntryValues = wire.MaxFrameBytes - 1<<20
 
 // applyEntry applies an entry's ops, which passed Op.Check, in order: its
