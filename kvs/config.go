@@ -119,21 +119,16 @@ type Config struct {
 	// Limits bound what any one peer can make the server hold; zero fields
 	// take DefaultLimits' (or, with MaxMemory, shares of it).
 	Limits Limits
-	// MaxMemory bounds the server's memory, in bytes: its stores may hold
-	// memlimit.Shares' store share of it, and a write past that is refused
-	// with wire.StatusNoMemory (reads and deletes go on); the heap's share
-	// bounds the reply and request budgets (Limits.ReplyBudget and
-	// Limits.RequestBudget each at most a quarter of it,
-	// Limits.ConnReplyBudget an eighth of that); memlimit.Reserve is kept
-	// for what the runtime does not count. Only
-	// the Arenas the server makes itself count: leave Store nil (a SyncMap
-	// is not counted, nor is a store given in Store). Zero means no bound; kvsserver's -max-memory
-	// defaults to three quarters of the machine's memory.
+	// MaxMemory bounds the server's memory, in bytes, split as
+	// memlimit.Shares says: a write past the stores' share is refused with
+	// wire.StatusNoMemory (reads and deletes go on), and the heap's share
+	// bounds Limits.ReplyBudget and Limits.RequestBudget (each at most a
+	// quarter of it, Limits.ConnReplyBudget an eighth of that). Only the
+	// Arenas the server makes itself count: leave Store nil (a SyncMap is
+	// not counted, nor is a store given in Store). Zero means no bound.
 	MaxMemory int64
 	// GoMemoryLimit, with MaxMemory, has the server keep the Go runtime's
-	// memory limit (debug.SetMemoryLimit, GOMEMLIMIT) at MaxMemory less
-	// memlimit.Reserve and what its stores hold, and never under the
-	// heap's share. The limit is
+	// memory limit (GOMEMLIMIT) as memlimit.FollowStores does. The limit is
 	// the process's: set it for one server per process (kvsserver does,
 	// unless GOMEMLIMIT is set in its environment).
 	GoMemoryLimit bool
