@@ -41,9 +41,9 @@ func LogCacheShare(maxMemory int64) int64 {
 // FollowStores sets the Go runtime's memory limit (GOMEMLIMIT) to
 // maxMemory less the Reserve and what the stores hold (stores()), never
 // under the heap's share, now and again until stop is closed, so that the
-// heap, the stores and the executable together stay within maxMemory. A limit fixed at the heap's
-// share instead sat under what full reply budgets hold, and the collector
-// then ran without pause. The limit is the process's: one server a
+// heap, the stores and the executable together stay within maxMemory. A
+// limit fixed at the heap's share instead sat under what full reply
+// budgets hold, and the collector then ran without pause. The limit is the process's: one server a
 // process may follow.
 //
 // It follows every Every while the limit moves by a 256th of maxMemory or
