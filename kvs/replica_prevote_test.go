@@ -53,33 +53,12 @@ func TestReplicatedCandidateRefusesPreVoteForItsTerm(t *testing.T) {
 	// never stands. (hashicorp/raft keeps a candidate that was sent a
 	// TimeoutNow deaf to its leader's heartbeats until its election
 	// timeout; how this one became a candidate was not traced.) The test
-	// starts from a replica that follows.
+	// starts from a replica that follows, and starts again if it began to
+	// ask for pre-votes just before the TimeoutNow.
 	var cand, peer int
 	var before wire.ShardStatus
+	var term uint64
 	var isolated time.Time
-	for attempt := 1; ; attempt++ {
-		require.Eventually(t, func() bool { return settled(c) }, 20*time.Second, 50*time.Millisecond)
-		l := c.Leader(0)
-		require.GreaterOrEqual(t, l, 0)
-		cand, peer = (l+1)%3, (l+2)%3
-		// Such a pre-vote candidate follows again once its election
-		// timeout has run out: 2-4 s.
-		require.Eventually(t, func() bool {
-			st, err := c.Status(cand)
-			return err == nil && st.Shards[0].State == "Follower"
-		}, 10*time.Second, 20*time.Millisecond, "replica %d never followed", cand)
-		c.Isolate(cand, true)
-		isolated = time.Now()
-		st, err := c.Status(cand)
-		require.NoError(t, err)
-		if before = st.Shards[0]; before.State == "Follower" {
-			break
-		}
-		require.Less(t, attempt, 5, "replica %d was a %s in term %d when isolated, 5 times", cand, before.State, before.Term)
-		t.Logf("replica %d was a %s in term %d when isolated; again", cand, before.State, before.Term)
-		c.Isolate(cand, false)
-	}
-	term := before.Term + 1
 	a := newAttacker(t, nil)
 	ask := func(lastIndex uint64) raft.RequestPreVoteResponse {
 		t.Helper()
@@ -87,13 +66,6 @@ func TestReplicatedCandidateRefusesPreVoteForItsTerm(t *testing.T) {
 		require.NoError(t, err)
 		return resp
 	}
-
-	require.NoError(t, a.timeoutNow(c.Addrs()[cand]))
-	t.Logf("TimeoutNow %v after the isolation", time.Since(isolated))
-	resp := ask(before.LastIndex)
-	require.False(t, resp.Granted, "a pre-vote for the term the replica was just asked to stand in was granted")
-	require.Equal(t, term, resp.Term)
-
 	var seen string
 	standing := func() bool {
 		st, err := c.Status(cand)
@@ -107,13 +79,57 @@ func TestReplicatedCandidateRefusesPreVoteForItsTerm(t *testing.T) {
 		}
 		return st.Shards[0].Term == term && st.Shards[0].State == "Candidate"
 	}
-	for end := time.Now().Add(2 * time.Second); !standing(); time.Sleep(5 * time.Millisecond) {
-		require.True(t, time.Now().Before(end), "the replica must stand in term %d; last seen: %s", term, seen)
+	for attempt := 1; ; attempt++ {
+		require.Less(t, attempt, 6, "replica %d never stood in a term of its own in 5 attempts; last seen: %s", cand, seen)
+		if !isolated.IsZero() {
+			c.Isolate(cand, false)
+		}
+		require.Eventually(t, func() bool { return settled(c) }, 20*time.Second, 50*time.Millisecond)
+		l := c.Leader(0)
+		require.GreaterOrEqual(t, l, 0)
+		cand, peer = (l+1)%3, (l+2)%3
+		// Such a pre-vote candidate follows again once its election
+		// timeout has run out: 2-4 s.
+		require.Eventually(t, func() bool {
+			st, err := c.Status(cand)
+			return err == nil && st.Shards[0].State == "Follower"
+		}, 10*time.Second, 20*time.Millisecond, "replica %d never followed", cand)
+		c.Isolate(cand, true)
+		isolated, seen = time.Now(), ""
+		st, err := c.Status(cand)
+		require.NoError(t, err)
+		if before = st.Shards[0]; before.State != "Follower" {
+			t.Logf("replica %d was a %s in term %d when isolated; again", cand, before.State, before.Term)
+			continue
+		}
+		term = before.Term + 1
+
+		require.NoError(t, a.timeoutNow(c.Addrs()[cand]))
+		t.Logf("TimeoutNow %v after the isolation", time.Since(isolated))
+		resp := ask(before.LastIndex)
+		require.False(t, resp.Granted, "a pre-vote for the term the replica was just asked to stand in was granted")
+		require.Equal(t, term, resp.Term)
+
+		stood := standing()
+		for end := time.Now().Add(2 * time.Second); !stood && time.Now().Before(end); stood = standing() {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if stood {
+			break
+		}
+		// The same race, a few milliseconds later: the replica began to
+		// ask for pre-votes between the status above and the TimeoutNow.
+		// hashicorp/raft's candidate then notes the leadership transfer
+		// but clears it when that pre-vote round ends, and only ever asks
+		// for pre-votes again. Anything else is a failure.
+		require.Equal(t, fmt.Sprintf("Candidate in term %d", before.Term), seen,
+			"the replica must stand in term %d", term)
+		t.Logf("replica %d was asking for pre-votes in term %d when told to stand; again", cand, before.Term)
 	}
 	require.True(t, ask(before.LastIndex+1).Granted, "a peer whose log is ahead must get the pre-vote")
 
 	time.Sleep(timing.HeartbeatTimeout + 100*time.Millisecond)
-	resp = ask(before.LastIndex)
+	resp := ask(before.LastIndex)
 	require.False(t, resp.Granted, "a pre-vote for the candidate's own term was granted, its vote on disk")
 	require.Equal(t, term, resp.Term, "refused in the candidate's term, not because it moved on")
 	st, err := c.Status(cand)
