@@ -53,7 +53,10 @@ two within a run, so pinning both systems the same way compares them at
 one placement.
 Prints each round's p50 and p99 and then the medians over the rounds with
 the ratios batchkv / Redis (below 1 is faster than Redis) and Get / Do,
-and draws each round's p50 and p99 of redis-benchmark and of Do
+and the CPU time each client and server spent per op in (a) and (b)
+(from /proc, counted in clock ticks, 10 ms where CLK_TCK is 100; a
+client's includes its start, and kvsclient's its load of the keys), and
+draws each round's p50 and p99 of redis-benchmark and of Do
 (latency-p50.png, latency-p99.png). A median over an even number of
 rounds is the lower of the two middle ones.
 Installs Redis from Debian's packages if missing.
@@ -118,6 +121,8 @@ OUT="${OUT:-$ROOT/logs/latency-$(date +%Y%m%d-%H%M%S)}"
 mkdir -p "$OUT"
 CSV="$OUT/latency.csv"
 echo "round,system,op,p50_us,p99_us" > "$CSV"
+CPU_CSV="$OUT/cpu.csv"
+echo "round,system,client_us_per_op,server_us_per_op" > "$CPU_CSV"
 echo "rounds=$ROUNDS ops=$OPS port=$PORT redis_port=$REDIS_PORT block=$BLOCK value_bytes=128 cpus=${SERVER_CPU:-any},${CLIENT_CPU:-any}"
 echo "redis: $(redis-server --version)"
 echo "results: $OUT"
@@ -137,12 +142,60 @@ redis_up() {
     redis_load "$REDIS_PORT" "$OPS" > "$OUT/redis-load-$round.log"
 }
 
+# CPU time, in clock ticks, read without starting a process (a command
+# substitution's subshell would read its own): server_ticks PID sets
+# TICKS to the user and system time PID has used; client_ticks to that
+# of this shell's children waited for, the client legs among them.
+CLK_TCK=$(getconf CLK_TCK)
+server_ticks() {
+    local f
+    read -r -a f < "/proc/$1/stat"
+    TICKS=$(( f[13] + f[14] ))
+}
+client_ticks() {
+    local f
+    read -r -a f < "/proc/$$/stat"
+    TICKS=$(( f[15] + f[16] ))
+}
+
+# cpu_leg START SERVER_PID: after a client leg that began at START (the
+# values of client_ticks and server_ticks then, "C S"), sets CPU_LEG to
+# the client's and the server's ticks since.
+cpu_leg() {
+    local c0 s0
+    read -r c0 s0 <<< "$1"
+    client_ticks
+    local c=$(( TICKS - c0 ))
+    server_ticks "$2"
+    CPU_LEG="$c $(( TICKS - s0 ))"
+}
+
+# cpu_start SERVER_PID: sets CPU_START for cpu_leg.
+cpu_start() {
+    client_ticks
+    local c=$TICKS
+    server_ticks "$1"
+    CPU_START="$c $TICKS"
+}
+
+# cpu_record ROUND SYSTEM OPS: appends CPU_LEG, in µs per op over OPS ops,
+# to the CPU CSV.
+cpu_record() {
+    local c s
+    read -r c s <<< "$CPU_LEG"
+    awk -v r="$1" -v sys="$2" -v n="$3" -v c="$c" -v s="$s" -v hz="$CLK_TCK" \
+        'BEGIN { printf "%s,%s,%.1f,%.1f\n", r, sys, c * 1e6 / hz / n, s * 1e6 / hz / n }' >> "$CPU_CSV"
+}
+
 # redis_round ROUND: Redis's p50 and p99 of lone SETs and GETs under
 # redis-benchmark.
 redis_round() {
     local round=$1
+    cpu_start "$REDIS_PID"
     "${ON_CLIENT_CPU[@]}" redis-benchmark -p "$REDIS_PORT" -c 1 -P 1 -t set,get -n "$OPS" -r "$OPS" -d 128 --csv \
         > "$OUT/redis-benchmark-$round.csv"
+    cpu_leg "$CPU_START" "$REDIS_PID"
+    cpu_record "$round" redis $(( 2 * OPS ))
     # "SET","rps","avg","min","p50","p95","p99","max" in milliseconds.
     awk -F, -v r="$round" 'NR > 1 { gsub(/"/, ""); t = tolower($1);
         printf "%s,redis,%s,%.1f,%.1f\n", r, t, $5 * 1000, $7 * 1000 }' \
@@ -155,8 +208,14 @@ redis_round() {
 sync_run() {
     local round=$1 suffix=$2 out="$OUT/kvsclient-$1$2.txt"
     shift 2
+    [[ -n $suffix ]] || cpu_start "$KVS_PID"
     "${ON_CLIENT_CPU[@]}" "$ROOT/bin/kvsclient" -hosts "127.0.0.1:$PORT" -sync-ops "$OPS" -valueBytes 128 "$@" \
         > "$out" 2>&1 || { tail -5 "$out" >&2; exit 1; }
+    # Alone, its four legs of OPS lone ops (Do and Put/Get, puts and gets).
+    if [[ -z $suffix ]]; then
+        cpu_leg "$CPU_START" "$KVS_PID"
+        cpu_record "$round" batchkv $(( 4 * OPS ))
+    fi
     # "sync put via Do n N p50 57.1µs p90 .. p99 80µs ..": Go durations.
     awk -v r="$round" -v sfx="$suffix" '
         function us(d) {
@@ -174,7 +233,8 @@ kvsserver_up() {
     local round=$1
     port_free "$PORT"
     "${ON_SERVER_CPU[@]}" "$ROOT/bin/kvsserver" -host 127.0.0.1 -port "$PORT" > "$OUT/kvsserver-$round.log" 2>&1 &
-    procs_add "$!"
+    KVS_PID=$!
+    procs_add "$KVS_PID"
     wait_port "$PORT"
 }
 
@@ -197,6 +257,9 @@ done
 echo
 echo "per round (µs):"
 column -t -s, "$CSV"
+echo
+echo "CPU time per op, per round (µs):"
+column -t -s, "$CPU_CSV"
 
 # median SYSTEM OP FIELD: the median over the rounds (FIELD 4 = p50, 5 = p99).
 median() {
@@ -213,6 +276,25 @@ paired() {
         $3 == o && $2 == s { b[$1] = $f }
         END { for (k in b) if (r[k] > 0) printf "%.2f\n", b[k] / r[k] }' "$CSV" | sort -g |
         awk '{v[NR] = $1} END {if (NR) printf "%s (%s-%s)", v[int((NR + 1) / 2)], v[1], v[NR]; else print "nan"}'
+}
+
+# cpu_row SYSTEM: SYSTEM's row of the CPU table, from the CPU CSV.
+cpu_row() {
+    awk -F, -v s="$1" '
+        function median(a, n,   i, j, t) {
+            for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+            return n ? a[int((n + 1) / 2)] : "nan"
+        }
+        $2 == "redis" { redis[$1] = $3 + $4 }
+        $2 == s { n++; c[n] = $3; v[n] = $4; both[n] = $3 + $4; round[n] = $1 }
+        END {
+            for (i = 1; i <= n; i++) if (redis[round[i]] > 0) r[++m] = both[i] / redis[round[i]]
+            lo = hi = ""
+            for (i = 1; i <= m; i++) { if (lo == "" || r[i] < lo) lo = r[i]; if (hi == "" || r[i] > hi) hi = r[i] }
+            mid = median(r, m)
+            name = (s == "redis") ? "Redis (redis-benchmark, redis-server)" : "batchkv (kvsclient, kvsserver)"
+            printf "| %s | %.1f | %.1f | %.1f | %.2f (%.2f-%.2f) |\n", name, median(c, n), median(v, n), median(both, n), mid, lo, hi
+        }' "$CPU_CSV"
 }
 
 {
@@ -235,6 +317,14 @@ paired() {
     echo "|---|---|---|---|---|"
     for op in get put; do
         echo "| $op | $(paired batchkv "$op" 4) | $(paired batchkv "$op" 5) | $(paired batchkv-auto "$op" 4) | $(paired batchkv-auto "$op" 5) |"
+    done
+    echo
+    echo "CPU time per lone op (µs), median over the rounds; a client's includes its start, and kvsclient's the load of its keys"
+    echo
+    echo "| system | client | server | both | both / Redis's in the same round: median (range) |"
+    echo "|---|---|---|---|---|"
+    for sys in redis batchkv; do
+        cpu_row "$sys"
     done
 } | tee "$OUT/latency.md"
 echo "medians over $ROUNDS rounds; written to $OUT/latency.md"
