@@ -55,9 +55,9 @@ Prints each round's p50 and p99 and then the medians over the rounds with
 the ratios batchkv / Redis (below 1 is faster than Redis) and Get / Do,
 and the CPU time each client and server spent per op in (a) and (b)
 (from /proc, counted in clock ticks, 10 ms where CLK_TCK is 100; a
-client's includes its start, and kvsclient's its load of the keys), and
-draws each round's p50 and p99 of redis-benchmark and of Do
-(latency-p50.png, latency-p99.png). A median over an even number of
+client's includes its start; kvsclient loads its keys with lone puts,
+which count as ops), and draws each round's p50 and p99 of
+redis-benchmark and of Do (latency-p50.png, latency-p99.png). A median over an even number of
 rounds is the lower of the two middle ones.
 Installs Redis from Debian's packages if missing.
 
@@ -211,10 +211,11 @@ sync_run() {
     [[ -n $suffix ]] || cpu_start "$KVS_PID"
     "${ON_CLIENT_CPU[@]}" "$ROOT/bin/kvsclient" -hosts "127.0.0.1:$PORT" -sync-ops "$OPS" -valueBytes 128 "$@" \
         > "$out" 2>&1 || { tail -5 "$out" >&2; exit 1; }
-    # Alone, its four legs of OPS lone ops (Do and Put/Get, puts and gets).
+    # Alone: OPS lone puts that load the keys, then four legs of OPS lone
+    # ops (Do and Put/Get, puts and gets).
     if [[ -z $suffix ]]; then
         cpu_leg "$CPU_START" "$KVS_PID"
-        cpu_record "$round" batchkv $(( 4 * OPS ))
+        cpu_record "$round" batchkv $(( 5 * OPS ))
     fi
     # "sync put via Do n N p50 57.1µs p90 .. p99 80µs ..": Go durations.
     awk -v r="$round" -v sfx="$suffix" '
@@ -319,7 +320,7 @@ cpu_row() {
         echo "| $op | $(paired batchkv "$op" 4) | $(paired batchkv "$op" 5) | $(paired batchkv-auto "$op" 4) | $(paired batchkv-auto "$op" 5) |"
     done
     echo
-    echo "CPU time per lone op (µs), median over the rounds; a client's includes its start, and kvsclient's the load of its keys"
+    echo "CPU time per lone op (µs), median over the rounds; a client's includes its start; kvsclient's ops include the lone puts that load its keys"
     echo
     echo "| system | client | server | both | both / Redis's in the same round: median (range) |"
     echo "|---|---|---|---|---|"
