@@ -142,40 +142,35 @@ redis_up() {
     redis_load "$REDIS_PORT" "$OPS" > "$OUT/redis-load-$round.log"
 }
 
-# CPU time, in clock ticks, read without starting a process (a command
-# substitution's subshell would read its own): server_ticks PID sets
-# TICKS to the user and system time PID has used; client_ticks to that
-# of this shell's children waited for, the client legs among them.
-CLK_TCK=$(getconf CLK_TCK)
-server_ticks() {
-    local f
-    read -r -a f < "/proc/$1/stat"
-    TICKS=$(( f[13] + f[14] ))
-}
+# CPU time, in clock ticks (CLOCK_TICKS and cpu_ticks, lib/procs.sh). A
+# client leg's comes from this shell's cutime and cstime, which grow by
+# the CPU time of each child it reaps: between the two reads nothing is
+# forked but the client (a command substitution there would count too).
+# client_ticks sets TICKS to that sum, read with builtins only.
 client_ticks() {
-    local f
-    read -r -a f < "/proc/$$/stat"
-    TICKS=$(( f[15] + f[16] ))
+    local line f
+    read -r line < "/proc/$$/stat"
+    read -r -a f <<< "${line##*) }" # field 3 (the state) on
+    TICKS=$(( f[13] + f[14] ))      # fields 16 and 17
 }
 
-# cpu_leg START SERVER_PID: after a client leg that began at START (the
-# values of client_ticks and server_ticks then, "C S"), sets CPU_LEG to
-# the client's and the server's ticks since.
+# cpu_start SERVER_PID: sets CPU_START, "C S", for cpu_leg: the server's
+# ticks first, as reading them forks.
+cpu_start() {
+    local s
+    s=$(cpu_ticks "$1")
+    client_ticks
+    CPU_START="$TICKS $s"
+}
+
+# cpu_leg START SERVER_PID: after a client leg that began at START, sets
+# CPU_LEG to the client's and the server's ticks since, "C S".
 cpu_leg() {
-    local c0 s0
+    local c0 s0 c
     read -r c0 s0 <<< "$1"
     client_ticks
-    local c=$(( TICKS - c0 ))
-    server_ticks "$2"
-    CPU_LEG="$c $(( TICKS - s0 ))"
-}
-
-# cpu_start SERVER_PID: sets CPU_START for cpu_leg.
-cpu_start() {
-    client_ticks
-    local c=$TICKS
-    server_ticks "$1"
-    CPU_START="$c $TICKS"
+    c=$(( TICKS - c0 ))
+    CPU_LEG="$c $(( $(cpu_ticks "$2") - s0 ))"
 }
 
 # cpu_record ROUND SYSTEM OPS: appends CPU_LEG, in µs per op over OPS ops,
@@ -183,7 +178,7 @@ cpu_start() {
 cpu_record() {
     local c s
     read -r c s <<< "$CPU_LEG"
-    awk -v r="$1" -v sys="$2" -v n="$3" -v c="$c" -v s="$s" -v hz="$CLK_TCK" \
+    awk -v r="$1" -v sys="$2" -v n="$3" -v c="$c" -v s="$s" -v hz="$CLOCK_TICKS" \
         'BEGIN { printf "%s,%s,%.1f,%.1f\n", r, sys, c * 1e6 / hz / n, s * 1e6 / hz / n }' >> "$CPU_CSV"
 }
 
@@ -294,7 +289,8 @@ cpu_row() {
             for (i = 1; i <= m; i++) { if (lo == "" || r[i] < lo) lo = r[i]; if (hi == "" || r[i] > hi) hi = r[i] }
             mid = median(r, m)
             name = (s == "redis") ? "Redis (redis-benchmark, redis-server)" : "batchkv (kvsclient, kvsserver)"
-            printf "| %s | %.1f | %.1f | %.1f | %.2f (%.2f-%.2f) |\n", name, median(c, n), median(v, n), median(both, n), mid, lo, hi
+            ratio = (s == "redis") ? "(the reference)" : sprintf("%.2f (%.2f-%.2f)", mid, lo, hi)
+            printf "| %s | %.1f | %.1f | %.1f | %s |\n", name, median(c, n), median(v, n), median(both, n), ratio
         }' "$CPU_CSV"
 }
 
