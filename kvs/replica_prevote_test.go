@@ -66,7 +66,7 @@ func TestReplicatedCandidateRefusesPreVoteForItsTerm(t *testing.T) {
 		require.NoError(t, err)
 		return resp
 	}
-	var seen string
+	var seen, why string // the last state seen; why the last attempt was given up
 	standing := func() bool {
 		st, err := c.Status(cand)
 		if err != nil {
@@ -80,7 +80,7 @@ func TestReplicatedCandidateRefusesPreVoteForItsTerm(t *testing.T) {
 		return st.Shards[0].Term == term && st.Shards[0].State == "Candidate"
 	}
 	for attempt := 1; ; attempt++ {
-		require.Less(t, attempt, 6, "replica %d never stood in a term of its own in 5 attempts; last seen: %s", cand, seen)
+		require.Less(t, attempt, 6, "5 attempts given up, the last because %s", why)
 		if !isolated.IsZero() {
 			c.Isolate(cand, false)
 		}
@@ -99,7 +99,8 @@ func TestReplicatedCandidateRefusesPreVoteForItsTerm(t *testing.T) {
 		st, err := c.Status(cand)
 		require.NoError(t, err)
 		if before = st.Shards[0]; before.State != "Follower" {
-			t.Logf("replica %d was a %s in term %d when isolated; again", cand, before.State, before.Term)
+			why = fmt.Sprintf("replica %d was a %s in term %d when isolated", cand, before.State, before.Term)
+			t.Logf("%s; again", why)
 			continue
 		}
 		term = before.Term + 1
@@ -123,8 +124,9 @@ func TestReplicatedCandidateRefusesPreVoteForItsTerm(t *testing.T) {
 		// but clears it when that pre-vote round ends, and only ever asks
 		// for pre-votes again. Anything else is a failure.
 		require.Equal(t, fmt.Sprintf("Candidate in term %d", before.Term), seen,
-			"the replica must stand in term %d", term)
-		t.Logf("replica %d was asking for pre-votes in term %d when told to stand; again", cand, before.Term)
+			"the replica must stand in term %d, or be found asking for pre-votes in term %d", term, before.Term)
+		why = fmt.Sprintf("replica %d was asking for pre-votes in term %d when told to stand", cand, before.Term)
+		t.Logf("%s; again", why)
 	}
 	require.True(t, ask(before.LastIndex+1).Granted, "a peer whose log is ahead must get the pre-vote")
 
