@@ -257,10 +257,14 @@ echo
 echo "CPU time per op, per round (µs):"
 column -t -s, "$CPU_CSV"
 
+# lower_median: the median of the numbers on stdin, one a line;
+# median_range: that, then "(lowest-highest)".
+lower_median() { sort -g | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]; else print "nan"}'; }
+median_range() { sort -g | awk '{v[NR] = $1} END {if (NR) printf "%s (%s-%s)", v[int((NR + 1) / 2)], v[1], v[NR]; else print "nan"}'; }
+
 # median SYSTEM OP FIELD: the median over the rounds (FIELD 4 = p50, 5 = p99).
 median() {
-    awk -F, -v s="$1" -v o="$2" -v f="$3" '$2 == s && $3 == o {print $f}' "$CSV" | sort -g |
-        awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]; else print "nan"}'
+    awk -F, -v s="$1" -v o="$2" -v f="$3" '$2 == s && $3 == o {print $f}' "$CSV" | lower_median
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "nan" }'; }
 
@@ -270,28 +274,27 @@ paired() {
     awk -F, -v s="$1" -v o="$2" -v f="$3" '
         $3 == o && $2 == "redis" { r[$1] = $f }
         $3 == o && $2 == s { b[$1] = $f }
-        END { for (k in b) if (r[k] > 0) printf "%.2f\n", b[k] / r[k] }' "$CSV" | sort -g |
-        awk '{v[NR] = $1} END {if (NR) printf "%s (%s-%s)", v[int((NR + 1) / 2)], v[1], v[NR]; else print "nan"}'
+        END { for (k in b) if (r[k] > 0) printf "%.2f\n", b[k] / r[k] }' "$CSV" | median_range
 }
 
-# cpu_row SYSTEM: SYSTEM's row of the CPU table, from the CPU CSV.
+# cpu_median SYSTEM FIELD: the median over the rounds of SYSTEM's FIELD
+# of the CPU CSV (3: the client's, 4: the server's, 0: their sum).
+cpu_median() {
+    awk -F, -v s="$1" -v f="$2" '$2 == s {printf "%.1f\n", f ? $f : $3 + $4}' "$CPU_CSV" | lower_median
+}
+
+# cpu_row SYSTEM NAME: SYSTEM's row of the CPU table: the medians of the
+# client's, the server's and their sum, and that sum over Redis's in the
+# same round, as paired gives it.
 cpu_row() {
-    awk -F, -v s="$1" '
-        function median(a, n,   i, j, t) {
-            for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
-            return n ? a[int((n + 1) / 2)] : "nan"
-        }
-        $2 == "redis" { redis[$1] = $3 + $4 }
-        $2 == s { n++; c[n] = $3; v[n] = $4; both[n] = $3 + $4; round[n] = $1 }
-        END {
-            for (i = 1; i <= n; i++) if (redis[round[i]] > 0) r[++m] = both[i] / redis[round[i]]
-            lo = hi = ""
-            for (i = 1; i <= m; i++) { if (lo == "" || r[i] < lo) lo = r[i]; if (hi == "" || r[i] > hi) hi = r[i] }
-            mid = median(r, m)
-            name = (s == "redis") ? "Redis (redis-benchmark, redis-server)" : "batchkv (kvsclient, kvsserver)"
-            ratio = (s == "redis") ? "(the reference)" : sprintf("%.2f (%.2f-%.2f)", mid, lo, hi)
-            printf "| %s | %.1f | %.1f | %.1f | %s |\n", name, median(c, n), median(v, n), median(both, n), ratio
-        }' "$CPU_CSV"
+    local ratio="(the reference)"
+    if [[ $1 != redis ]]; then
+        ratio=$(awk -F, -v s="$1" '
+            $2 == "redis" { r[$1] = $3 + $4 }
+            $2 == s { b[$1] = $3 + $4 }
+            END { for (k in b) if (r[k] > 0) printf "%.2f\n", b[k] / r[k] }' "$CPU_CSV" | median_range)
+    fi
+    echo "| $2 | $(cpu_median "$1" 3) | $(cpu_median "$1" 4) | $(cpu_median "$1" 0) | $ratio |"
 }
 
 {
@@ -320,9 +323,8 @@ cpu_row() {
     echo
     echo "| system | client | server | both | both / Redis's in the same round: median (range) |"
     echo "|---|---|---|---|---|"
-    for sys in redis batchkv; do
-        cpu_row "$sys"
-    done
+    cpu_row redis "Redis (redis-benchmark, redis-server)"
+    cpu_row batchkv "batchkv (kvsclient, kvsserver)"
 } | tee "$OUT/latency.md"
 echo "medians over $ROUNDS rounds; written to $OUT/latency.md"
 # Each round's p50 and p99 of both systems: the spells move both.
