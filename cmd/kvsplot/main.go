@@ -12,8 +12,8 @@
 //	                                       each round of benchmark-latency.sh
 //
 // The sweep scripts (benchmark-batch.sh, benchmark-clients.sh,
-// benchmark-scaling.sh), benchmark-latency.sh and run-cluster.sh call it; it can be run by hand
-// on any run's logs.
+// benchmark-scaling.sh), benchmark-latency.sh and run-cluster.sh call it;
+// it can be run by hand on any run's logs.
 package main
 
 import (

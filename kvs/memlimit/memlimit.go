@@ -43,8 +43,8 @@ func LogCacheShare(maxMemory int64) int64 {
 // under the heap's share, now and again until stop is closed, so that the
 // heap, the stores and the executable together stay within maxMemory. A
 // limit fixed at the heap's share instead sat under what full reply
-// budgets hold, and the collector then ran without pause. The limit is the process's: one server a
-// process may follow.
+// budgets hold, and the collector then ran without pause. The limit is
+// the process's: one server a process may follow.
 //
 // It follows every Every while the limit moves by a 256th of maxMemory or
 // more between looks, and otherwise half as often each time, down to
