@@ -595,9 +595,10 @@ func TestServedCallsAreForgotten(t *testing.T) {
 
 // stalledAttack runs 8 connections that each pipeline 2 batches of 62
 // gets of a 1 MiB value (of which a batch reads 8, half the budget) and
-// never read, against a server whose reply budget is 16 MiB, and returns how long another client then took to be
-// served 20 gets (or the error that ended them, 5 s at the most) and how
-// many connections the server closed as stalled.
+// never read, against a server whose reply budget is 16 MiB, and returns
+// how long another client then took to be served 20 gets (or the error
+// that ended them, 5 s at the most) and how many connections the server
+// closed as stalled.
 func stalledAttack(t *testing.T, stall time.Duration) (time.Duration, uint64, error) {
 	srv, addr := startServer(t, kvs.Config{Limits: kvs.Limits{ReplyBudget: 16 << 20, ConnReplyBudget: 4 << 20,
 		StallTimeout: stall, WriteTimeout: time.Minute}})
