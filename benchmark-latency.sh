@@ -154,31 +154,23 @@ client_ticks() {
     TICKS=$(( f[13] + f[14] ))      # fields 16 and 17
 }
 
-# cpu_start SERVER_PID: sets CPU_START, "C S", for cpu_leg: the server's
-# ticks first, as reading them forks.
+# cpu_start SERVER_PID: notes the client's and SERVER_PID's ticks
+# (CPU_CLIENT0, CPU_SERVER0) before a client leg: the server's first, as
+# reading them forks.
 cpu_start() {
-    local s
-    s=$(cpu_ticks "$1")
+    CPU_SERVER0=$(cpu_ticks "$1")
     client_ticks
-    CPU_START="$TICKS $s"
+    CPU_CLIENT0=$TICKS
 }
 
-# cpu_leg START SERVER_PID: after a client leg that began at START, sets
-# CPU_LEG to the client's and the server's ticks since, "C S".
-cpu_leg() {
-    local c0 s0 c
-    read -r c0 s0 <<< "$1"
-    client_ticks
-    c=$(( TICKS - c0 ))
-    CPU_LEG="$c $(( $(cpu_ticks "$2") - s0 ))"
-}
-
-# cpu_record ROUND SYSTEM OPS: appends CPU_LEG, in µs per op over OPS ops,
-# to the CPU CSV.
+# cpu_record SERVER_PID ROUND SYSTEM OPS: after the leg, appends the
+# client's and the server's CPU time since cpu_start, in µs per op over
+# OPS ops, to the CPU CSV: the client's read first, before anything forks.
 cpu_record() {
-    local c s
-    read -r c s <<< "$CPU_LEG"
-    awk -v r="$1" -v sys="$2" -v n="$3" -v c="$c" -v s="$s" -v hz="$CLOCK_TICKS" \
+    client_ticks
+    local c=$(( TICKS - CPU_CLIENT0 )) s
+    s=$(( $(cpu_ticks "$1") - CPU_SERVER0 ))
+    awk -v r="$2" -v sys="$3" -v n="$4" -v c="$c" -v s="$s" -v hz="$CLOCK_TICKS" \
         'BEGIN { printf "%s,%s,%.1f,%.1f\n", r, sys, c * 1e6 / hz / n, s * 1e6 / hz / n }' >> "$CPU_CSV"
 }
 
@@ -189,8 +181,7 @@ redis_round() {
     cpu_start "$REDIS_PID"
     "${ON_CLIENT_CPU[@]}" redis-benchmark -p "$REDIS_PORT" -c 1 -P 1 -t set,get -n "$OPS" -r "$OPS" -d 128 --csv \
         > "$OUT/redis-benchmark-$round.csv"
-    cpu_leg "$CPU_START" "$REDIS_PID"
-    cpu_record "$round" redis $(( 2 * OPS ))
+    cpu_record "$REDIS_PID" "$round" redis $(( 2 * OPS ))
     # "SET","rps","avg","min","p50","p95","p99","max" in milliseconds.
     awk -F, -v r="$round" 'NR > 1 { gsub(/"/, ""); t = tolower($1);
         printf "%s,redis,%s,%.1f,%.1f\n", r, t, $5 * 1000, $7 * 1000 }' \
@@ -209,8 +200,7 @@ sync_run() {
     # Alone: OPS lone puts that load the keys, then four legs of OPS lone
     # ops (Do and Put/Get, puts and gets).
     if [[ -z $suffix ]]; then
-        cpu_leg "$CPU_START" "$KVS_PID"
-        cpu_record "$round" batchkv $(( 5 * OPS ))
+        cpu_record "$KVS_PID" "$round" batchkv $(( 5 * OPS ))
     fi
     # "sync put via Do n N p50 57.1µs p90 .. p99 80µs ..": Go durations.
     awk -v r="$round" -v sfx="$suffix" '
