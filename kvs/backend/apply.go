@@ -87,12 +87,13 @@ func (a *Applier) applyAt(st store.Store, ops []wire.Op, at []int32, results []w
 		at = refusePuts(ops, at, results)
 		puts = 0
 	}
-	if gets > 0 {
-		a.admit(cl)
+	reading := gets > 0 && a.admit(cl)
+	vals := &store.Values{} // accepts no value
+	if reading {
+		vals.Limit, vals.Hint = a.maxValues, a.valueBufSize(gets)
 	}
-	vals := &store.Values{Limit: a.maxValues, Hint: a.valueBufSize(gets)}
 	store.ApplyAt(st, ops, at, results, vals)
-	if gets > 0 {
+	if reading {
 		if a.slots != nil {
 			<-a.slots
 		}
@@ -109,11 +110,16 @@ func (a *Applier) applyAt(st store.Store, ops []wire.Op, at []int32, results []w
 }
 
 // admit waits until cl's connection and the server are within their reply
-// budgets while it holds a build slot, and returns holding the slot; the
-// caller gives it back. Checking under the slot bounds the overshoot:
+// budgets while it holds a build slot, and returns true holding the slot;
+// the caller gives it back. Checking under the slot bounds the overshoot:
 // only the few slot holders can have passed the check and not yet charged
-// what they read.
-func (a *Applier) admit(cl *Call) {
+// what they read. It returns false, holding no slot, when the reply can
+// no longer be written (replyLost): the batch then reads no values, and
+// each of its gets answers wire.StatusTooLarge, unseen. Else every batch
+// a stalled peer had pipelined would read its values in turn, up to half
+// the reply budget each, before its connection's handler or the server
+// could end.
+func (a *Applier) admit(cl *Call) bool {
 	waited := false
 	for {
 		if cl != nil && cl.Conn.Wait() {
@@ -121,6 +127,9 @@ func (a *Applier) admit(cl *Call) {
 		}
 		if a.replies != nil && a.replies.Wait() {
 			waited = true
+		}
+		if a.replyLost(cl) {
+			return false
 		}
 		if a.slots == nil {
 			break
@@ -134,6 +143,27 @@ func (a *Applier) admit(cl *Call) {
 	if waited {
 		a.stats.BudgetWaits.Add(1)
 	}
+	return true
+}
+
+// replyLost reports whether cl's reply can no longer be written: its
+// connection's budget is closed, as it is once the connection is, or the
+// server's is, as it is first of all when the server closes. In the
+// second case it waits until the connection's budget closes too (the
+// server closes every connection's right after its own), so that no
+// reply left unread is ever written. A batch of no connection (nil cl)
+// has no reply to lose.
+func (a *Applier) replyLost(cl *Call) bool {
+	switch {
+	case cl == nil:
+		return false
+	case cl.Conn.closed.Load():
+		return true
+	case a.replies == nil || !a.replies.closed.Load():
+		return false
+	}
+	cl.Conn.awaitClose()
+	return true
 }
 
 // valueBufSize guesses the bytes of values that a batch with gets gets

@@ -3,6 +3,7 @@ package backend
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -51,4 +52,60 @@ func TestOneBatchReadsAtMostHalfTheReplyBudget(t *testing.T) {
 	require.Equal(t, 8, readBig(t, 16<<20), "half of a 16 MiB budget: eight 1 MiB values")
 	require.Equal(t, 1, readBig(t, 512<<10), "one value of the largest size, under a smaller budget")
 	require.Equal(t, maxReplyValues/wire.MaxValueBytes, readBig(t, 1<<40), "a frame's worth under a budget larger than a frame")
+}
+
+// TestClosedBudgetReadsNoValues: once its connection's reply budget is
+// closed (the connection is, and the reply can never be written), a batch
+// still applies its writes in order but reads no value: its gets answer
+// TooLarge, it takes no build slot and charges nothing. Once the server's
+// is closed (the server is closing), such a batch first waits for its
+// connection's to close, so that a reply without its values is never
+// written. A batch whose budgets are open reads as before, and so does a
+// batch of no connection whatever the budgets.
+func TestClosedBudgetReadsNoValues(t *testing.T) {
+	for _, closing := range []string{"connection", "server"} {
+		t.Run(closing, func(t *testing.T) {
+			st, ok := store.New(store.DefaultKind)
+			require.True(t, ok)
+			server := NewBudget(16 << 20)
+			a := NewApplier(&stats.Stats{}, server)
+			cl := &Call{Conn: NewBudget(4 << 20)}
+			ops := []wire.Op{{Code: wire.OpPut, Key: "k", Value: "v1"}, {Code: wire.OpGet, Key: "k"},
+				{Code: wire.OpPut, Key: "k", Value: "v2"}}
+			results := make([]wire.Result, len(ops))
+			a.apply(st, ops, results, cl)
+			require.Equal(t, []wire.Result{{Status: wire.StatusOK}, {Status: wire.StatusOK, Value: "v1"}, {Status: wire.StatusOK}}, results)
+			require.Positive(t, cl.Conn.Held(), "an open call's reply is charged")
+			a.Release(cl)
+
+			if closing == "connection" {
+				cl.Conn.Close()
+			} else {
+				server.Close()
+			}
+			ops[0].Value, ops[2].Value = "v3", "v4"
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				a.apply(st, ops, results, cl)
+			}()
+			if closing == "server" {
+				select {
+				case <-done:
+					t.Fatal("a batch of an open connection went on while the server closed")
+				case <-time.After(100 * time.Millisecond):
+				}
+				cl.Conn.Close()
+			}
+			<-done
+			require.Equal(t, []wire.Result{{Status: wire.StatusOK}, {Status: wire.StatusTooLarge}, {Status: wire.StatusOK}}, results)
+			require.Zero(t, cl.Conn.Held(), "nothing charged")
+			require.Zero(t, server.Held())
+			require.Empty(t, a.slots, "no build slot kept")
+
+			check := make([]wire.Result, 1)
+			a.apply(st, []wire.Op{{Code: wire.OpGet, Key: "k"}}, check, nil)
+			require.Equal(t, wire.Result{Status: wire.StatusOK, Value: "v4"}, check[0], "both writes applied; a batch of no connection reads")
+		})
+	}
 }

@@ -110,6 +110,15 @@ func (b *Budget) Close() {
 	b.mu.Unlock()
 }
 
+// awaitClose blocks until Close.
+func (b *Budget) awaitClose() {
+	b.mu.Lock()
+	for !b.closed.Load() {
+		b.cond.Wait()
+	}
+	b.mu.Unlock()
+}
+
 // Charge counts n more bytes held, until Release.
 func (b *Budget) Charge(n int64) {
 	if n <= 0 {

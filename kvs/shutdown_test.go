@@ -1,0 +1,53 @@
+package kvs_test
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batchkv/batchkv/client"
+	"github.com/batchkv/batchkv/kvs"
+	"github.com/batchkv/batchkv/wire"
+)
+
+// TestCloseUnderStalledAttack: Close ends a server promptly while peers
+// that never read hold it over its reply budget, with the batches they
+// pipelined behind waiting for that budget, and it reads none of those
+// batches' values: once the connections are closed no reply can be
+// written. 8 connections each pipeline 6 batches of 62 gets of a 1 MiB
+// value against a 16 MiB budget, in which a batch reads 8 MiB; two
+// batches proceed and about 46 wait. Were they let through to read on
+// Close, they would allocate about 368 MiB on the way out (and a server
+// under thousands of such connections would take minutes to stop).
+func TestCloseUnderStalledAttack(t *testing.T) {
+	srv, addr := startServer(t, kvs.Config{Limits: kvs.Limits{ReplyBudget: 16 << 20, ConnReplyBudget: 4 << 20,
+		StallTimeout: time.Minute, WriteTimeout: time.Minute}})
+	cl, err := client.New(client.Config{Servers: []string{addr}})
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, cl.Put(ctx, "big", strings.Repeat("x", wire.MaxValueBytes)))
+	for range 8 {
+		conn := pipelineBigReads(t, addr, "big", 6)
+		defer conn.Close()
+	}
+	require.Eventually(t, func() bool { return gauge(t, srv, "batchkv_reply_held_bytes") >= 16<<20 }, 10*time.Second, 5*time.Millisecond,
+		"the attack never took the server over its reply budget")
+	time.Sleep(300 * time.Millisecond) // the batches behind are read and wait
+
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	require.NoError(t, srv.Close())
+	took := time.Since(start)
+	runtime.ReadMemStats(&after)
+	allocated := after.TotalAlloc - before.TotalAlloc
+	t.Logf("Close took %v and allocated %.1f MiB", took, float64(allocated)/(1<<20))
+	require.Less(t, took, 5*time.Second)
+	require.Less(t, allocated, uint64(32<<20), "the waiting batches read their values on the way out")
+}
