@@ -347,12 +347,12 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	// Handlers waiting for budget must end: nothing of theirs is written
-	// now. The server's reply budget closes first, and each connection's
-	// budgets as soon as it closes: a batch waiting for budget, woken as
-	// the replies being written fail and give back their bytes, then
-	// reads no values for a reply that cannot be written (Applier.admit),
-	// where else every batch a stalled peer had pipelined would read its
-	// values in turn before the server could stop.
+	// now. The server's reply budget closes first, which wakes its
+	// waiters, and each connection's budgets as soon as it closes, which
+	// wakes theirs: a woken batch then reads no values for a reply that
+	// cannot be written (Applier.admit), where else every batch a stalled
+	// peer had pipelined would read its values in turn before the server
+	// could stop.
 	s.replies.Close()
 	for _, st := range conns {
 		_ = st.raw.Close()

@@ -38,7 +38,11 @@ func TestCloseUnderStalledAttack(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return gauge(t, srv, "batchkv_reply_held_bytes") >= 16<<20 }, 10*time.Second, 5*time.Millisecond,
 		"the attack never took the server over its reply budget")
-	time.Sleep(300 * time.Millisecond) // the batches behind are read and wait
+	// Every batch pipelined has reached the store's door: the 46 not
+	// served wait for budget.
+	require.Eventually(t, func() bool { return srv.Stats().BatchedOps.Load() == 1+8*6*62 }, 10*time.Second, 5*time.Millisecond,
+		"the server did not take up every batch pipelined: %d ops", srv.Stats().BatchedOps.Load())
+	time.Sleep(50 * time.Millisecond)
 
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)

@@ -87,13 +87,13 @@ func (a *Applier) applyAt(st store.Store, ops []wire.Op, at []int32, results []w
 		at = refusePuts(ops, at, results)
 		puts = 0
 	}
-	reading := gets > 0 && a.admit(cl)
-	vals := &store.Values{} // accepts no value
-	if reading {
-		vals.Limit, vals.Hint = a.maxValues, a.valueBufSize(gets)
+	lost := gets > 0 && !a.admit(cl)
+	vals := &store.Values{Limit: a.maxValues, Hint: a.valueBufSize(gets)}
+	if lost {
+		vals.Limit = 0 // accepts no value: the reply is never written
 	}
 	store.ApplyAt(st, ops, at, results, vals)
-	if reading {
+	if gets > 0 && !lost {
 		if a.slots != nil {
 			<-a.slots
 		}
@@ -114,8 +114,11 @@ func (a *Applier) applyAt(st store.Store, ops []wire.Op, at []int32, results []w
 // the caller gives it back. Checking under the slot bounds the overshoot:
 // only the few slot holders can have passed the check and not yet charged
 // what they read. It returns false, holding no slot, when the reply can
-// no longer be written (replyLost): the batch then reads no values, and
-// each of its gets answers wire.StatusTooLarge, unseen. Else every batch
+// no longer be written (replyLost): the batch then reads no values, so
+// each of its gets, and each of its conditional puts of a key present
+// (which would return the old value), answers wire.StatusTooLarge, unseen,
+// and such a put is not applied, as when a reply is over its size; its
+// other writes are. Else every batch
 // a stalled peer had pipelined would read its values in turn, up to half
 // the reply budget each, before its connection's handler or the server
 // could end.

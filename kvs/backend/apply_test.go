@@ -56,12 +56,14 @@ func TestOneBatchReadsAtMostHalfTheReplyBudget(t *testing.T) {
 
 // TestClosedBudgetReadsNoValues: once its connection's reply budget is
 // closed (the connection is, and the reply can never be written), a batch
-// still applies its writes in order but reads no value: its gets answer
-// TooLarge, it takes no build slot and charges nothing. Once the server's
+// with gets reads no value: its gets, and its conditional puts of a key
+// present, answer TooLarge (such a put is not applied), it charges
+// nothing, and its other writes are applied in order. Once the server's
 // is closed (the server is closing), such a batch first waits for its
 // connection's to close, so that a reply without its values is never
-// written. A batch whose budgets are open reads as before, and so does a
-// batch of no connection whatever the budgets.
+// written. A batch whose budgets are open reads as before; so does one
+// of no connection, and one without gets, whose conditional puts read
+// the old values whatever the budgets.
 func TestClosedBudgetReadsNoValues(t *testing.T) {
 	for _, closing := range []string{"connection", "server"} {
 		t.Run(closing, func(t *testing.T) {
@@ -70,11 +72,18 @@ func TestClosedBudgetReadsNoValues(t *testing.T) {
 			server := NewBudget(16 << 20)
 			a := NewApplier(&stats.Stats{}, server)
 			cl := &Call{Conn: NewBudget(4 << 20)}
+			get := func(key string) wire.Result {
+				res := make([]wire.Result, 1)
+				a.apply(st, []wire.Op{{Code: wire.OpGet, Key: key}}, res, nil)
+				return res[0]
+			}
 			ops := []wire.Op{{Code: wire.OpPut, Key: "k", Value: "v1"}, {Code: wire.OpGet, Key: "k"},
-				{Code: wire.OpPut, Key: "k", Value: "v2"}}
+				{Code: wire.OpPutIf, Cond: wire.CondEqual, Key: "k", Expect: "v1", Value: "v2"},
+				{Code: wire.OpPut, Key: "j", Value: "j1"}}
 			results := make([]wire.Result, len(ops))
 			a.apply(st, ops, results, cl)
-			require.Equal(t, []wire.Result{{Status: wire.StatusOK}, {Status: wire.StatusOK, Value: "v1"}, {Status: wire.StatusOK}}, results)
+			require.Equal(t, []wire.Result{{Status: wire.StatusOK}, {Status: wire.StatusOK, Value: "v1"},
+				{Status: wire.StatusOK, Value: "v1"}, {Status: wire.StatusOK}}, results)
 			require.Positive(t, cl.Conn.Held(), "an open call's reply is charged")
 			a.Release(cl)
 
@@ -83,7 +92,7 @@ func TestClosedBudgetReadsNoValues(t *testing.T) {
 			} else {
 				server.Close()
 			}
-			ops[0].Value, ops[2].Value = "v3", "v4"
+			ops[0].Value, ops[2].Expect, ops[2].Value, ops[3].Value = "v3", "v3", "v4", "j2"
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
@@ -98,14 +107,17 @@ func TestClosedBudgetReadsNoValues(t *testing.T) {
 				cl.Conn.Close()
 			}
 			<-done
-			require.Equal(t, []wire.Result{{Status: wire.StatusOK}, {Status: wire.StatusTooLarge}, {Status: wire.StatusOK}}, results)
+			require.Equal(t, []wire.Result{{Status: wire.StatusOK}, {Status: wire.StatusTooLarge},
+				{Status: wire.StatusTooLarge}, {Status: wire.StatusOK}}, results)
 			require.Zero(t, cl.Conn.Held(), "nothing charged")
 			require.Zero(t, server.Held())
-			require.Empty(t, a.slots, "no build slot kept")
+			require.Equal(t, wire.Result{Status: wire.StatusOK, Value: "v3"}, get("k"), "the put applied, the conditional put not")
+			require.Equal(t, wire.Result{Status: wire.StatusOK, Value: "j2"}, get("j"))
 
-			check := make([]wire.Result, 1)
-			a.apply(st, []wire.Op{{Code: wire.OpGet, Key: "k"}}, check, nil)
-			require.Equal(t, wire.Result{Status: wire.StatusOK, Value: "v4"}, check[0], "both writes applied; a batch of no connection reads")
+			putIf := []wire.Op{{Code: wire.OpPutIf, Cond: wire.CondEqual, Key: "k", Expect: "v3", Value: "v5"}}
+			a.apply(st, putIf, results[:1], cl)
+			require.Equal(t, wire.Result{Status: wire.StatusOK, Value: "v3"}, results[0], "a batch without gets reads the old value")
+			require.Equal(t, wire.Result{Status: wire.StatusOK, Value: "v5"}, get("k"))
 		})
 	}
 }
