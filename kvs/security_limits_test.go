@@ -593,28 +593,46 @@ func TestServedCallsAreForgotten(t *testing.T) {
 		"reply bytes still charged: %d", kvs.ReplyBytesHeld(srv))
 }
 
-// stalledAttack runs 8 connections that each pipeline 2 batches of 62
-// gets of a 1 MiB value (of which a batch reads 8, half the budget) and
-// never read, against a server whose reply budget is 16 MiB, and returns
-// how long another client then took to be served 20 gets (or the error
-// that ended them, 5 s at the most) and how many connections the server
-// closed as stalled.
-func stalledAttack(t *testing.T, stall time.Duration) (time.Duration, uint64, error) {
+// stalledPeers starts a server whose reply budget is 16 MiB (4 MiB a
+// connection) with the given stall timeout, stores "small" = "v" and a
+// 1 MiB value "big" through a client, and opens 8 connections that each
+// pipeline the given number of batches of 62 gets of big (of which a
+// batch reads 8, half the budget) and never read, until the server is
+// over its budget. It returns the server, the client, and a function
+// that closes the 8 connections.
+func stalledPeers(t *testing.T, stall time.Duration, batches int) (*kvs.Server, *client.Client, func()) {
 	srv, addr := startServer(t, kvs.Config{Limits: kvs.Limits{ReplyBudget: 16 << 20, ConnReplyBudget: 4 << 20,
 		StallTimeout: stall, WriteTimeout: time.Minute}})
 	cl, err := client.New(client.Config{Servers: []string{addr}})
 	require.NoError(t, err)
-	defer cl.Close()
+	t.Cleanup(func() { _ = cl.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	require.NoError(t, cl.Put(ctx, "big", strings.Repeat("x", wire.MaxValueBytes)))
 	require.NoError(t, cl.Put(ctx, "small", "v"))
+	var conns []net.Conn
 	for range 8 {
-		conn := pipelineBigReads(t, addr, "big", 2)
-		defer conn.Close()
+		conns = append(conns, pipelineBigReads(t, addr, "big", batches))
+	}
+	closeAll := func() {
+		for _, c := range conns {
+			_ = c.Close()
+		}
 	}
 	require.Eventually(t, func() bool { return gauge(t, srv, "batchkv_reply_held_bytes") >= 16<<20 }, 10*time.Second, 5*time.Millisecond,
 		"the attack never took the server over its reply budget")
+	return srv, cl, closeAll
+}
+
+// stalledAttack runs stalledPeers with 2 batches a connection and returns
+// how long another client then took to be served 20 gets (or the error
+// that ended them, 5 s at the most) and how many connections the server
+// closed as stalled.
+func stalledAttack(t *testing.T, stall time.Duration) (time.Duration, uint64, error) {
+	srv, cl, closePeers := stalledPeers(t, stall, 2)
+	defer closePeers()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	start := time.Now()
 	served, cancelServed := context.WithTimeout(ctx, 5*time.Second)
 	defer cancelServed()

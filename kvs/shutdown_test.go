@@ -1,17 +1,11 @@
 package kvs_test
 
 import (
-	"context"
 	"runtime"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/batchkv/batchkv/client"
-	"github.com/batchkv/batchkv/kvs"
-	"github.com/batchkv/batchkv/wire"
 )
 
 // TestCloseUnderStalledAttack: Close ends a server promptly while peers
@@ -19,28 +13,17 @@ import (
 // pipelined behind waiting for that budget, and it reads none of those
 // batches' values: once the connections are closed no reply can be
 // written. 8 connections each pipeline 6 batches of 62 gets of a 1 MiB
-// value against a 16 MiB budget, in which a batch reads 8 MiB; two
-// batches proceed and about 46 wait. Were they let through to read on
-// Close, they would allocate about 368 MiB on the way out (and a server
-// under thousands of such connections would take minutes to stop).
+// value against a 16 MiB budget (stalledPeers, the stall timeout a
+// minute), in which a batch reads 8 MiB; two batches proceed and 46
+// wait. Were they let through to read on Close, they would allocate
+// about 368 MiB on the way out (and a server under thousands of such
+// connections would take minutes to stop).
 func TestCloseUnderStalledAttack(t *testing.T) {
-	srv, addr := startServer(t, kvs.Config{Limits: kvs.Limits{ReplyBudget: 16 << 20, ConnReplyBudget: 4 << 20,
-		StallTimeout: time.Minute, WriteTimeout: time.Minute}})
-	cl, err := client.New(client.Config{Servers: []string{addr}})
-	require.NoError(t, err)
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	require.NoError(t, cl.Put(ctx, "big", strings.Repeat("x", wire.MaxValueBytes)))
-	for range 8 {
-		conn := pipelineBigReads(t, addr, "big", 6)
-		defer conn.Close()
-	}
-	require.Eventually(t, func() bool { return gauge(t, srv, "batchkv_reply_held_bytes") >= 16<<20 }, 10*time.Second, 5*time.Millisecond,
-		"the attack never took the server over its reply budget")
+	srv, _, closePeers := stalledPeers(t, time.Minute, 6)
+	defer closePeers()
 	// Every batch pipelined has reached the store's door: the 46 not
 	// served wait for budget.
-	require.Eventually(t, func() bool { return srv.Stats().BatchedOps.Load() == 1+8*6*62 }, 10*time.Second, 5*time.Millisecond,
+	require.Eventually(t, func() bool { return srv.Stats().BatchedOps.Load() == 2+8*6*62 }, 10*time.Second, 5*time.Millisecond,
 		"the server did not take up every batch pipelined: %d ops", srv.Stats().BatchedOps.Load())
 	time.Sleep(50 * time.Millisecond)
 
