@@ -116,12 +116,11 @@ func (a *Applier) applyAt(st store.Store, ops []wire.Op, at []int32, results []w
 // what they read. It returns false, holding no slot, when the reply can
 // no longer be written (replyLost): the batch then reads no values, so
 // each of its gets, and each of its conditional puts of a key present
-// (which would return the old value), answers wire.StatusTooLarge, unseen,
-// and such a put is not applied, as when a reply is over its size; its
-// other writes are. Else every batch
-// a stalled peer had pipelined would read its values in turn, up to half
-// the reply budget each, before its connection's handler or the server
-// could end.
+// (which would return the old value), answers wire.StatusTooLarge,
+// unseen, and such a put is not applied, as when a reply is over its
+// size; its other writes are. Else every batch a stalled peer had
+// pipelined would read its values in turn, up to half the reply budget
+// each, before its connection's handler or the server could end.
 func (a *Applier) admit(cl *Call) bool {
 	waited := false
 	for {
