@@ -258,13 +258,19 @@ median() {
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "nan" }'; }
 
+# round_ratios SYSTEM: from "round,system,figure" lines on stdin, each
+# round's SYSTEM figure over Redis's in the same round, one a line.
+round_ratios() {
+    awk -F, -v s="$1" '
+        $2 == "redis" { r[$1] = $3 }
+        $2 == s { b[$1] = $3 }
+        END { for (k in b) if (r[k] > 0) printf "%.2f\n", b[k] / r[k] }'
+}
+
 # paired SYSTEM OP FIELD: each round's SYSTEM figure over redis-benchmark's
 # in the same round, as "median (lowest-highest)" over the rounds.
 paired() {
-    awk -F, -v s="$1" -v o="$2" -v f="$3" '
-        $3 == o && $2 == "redis" { r[$1] = $f }
-        $3 == o && $2 == s { b[$1] = $f }
-        END { for (k in b) if (r[k] > 0) printf "%.2f\n", b[k] / r[k] }' "$CSV" | median_range
+    awk -F, -v o="$2" -v f="$3" '$3 == o { print $1 "," $2 "," $f }' "$CSV" | round_ratios "$1" | median_range
 }
 
 # cpu_median SYSTEM FIELD: the median over the rounds of SYSTEM's FIELD
@@ -279,10 +285,7 @@ cpu_median() {
 cpu_row() {
     local ratio="(the reference)"
     if [[ $1 != redis ]]; then
-        ratio=$(awk -F, -v s="$1" '
-            $2 == "redis" { r[$1] = $3 + $4 }
-            $2 == s { b[$1] = $3 + $4 }
-            END { for (k in b) if (r[k] > 0) printf "%.2f\n", b[k] / r[k] }' "$CPU_CSV" | median_range)
+        ratio=$(awk -F, '{ print $1 "," $2 "," $3 + $4 }' "$CPU_CSV" | round_ratios "$1" | median_range)
     fi
     echo "| $2 | $(cpu_median "$1" 3) | $(cpu_median "$1" 4) | $(cpu_median "$1" 0) | $ratio |"
 }

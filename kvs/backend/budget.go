@@ -69,12 +69,18 @@ func (b *Budget) Wait() bool {
 	if !b.over() {
 		return false
 	}
+	b.waitWhile(b.over)
+	return true
+}
+
+// waitWhile blocks while blocked() holds, checked again each time held
+// goes down or Close is called.
+func (b *Budget) waitWhile(blocked func() bool) {
 	b.mu.Lock()
-	for b.over() {
+	for blocked() {
 		b.cond.Wait()
 	}
 	b.mu.Unlock()
-	return true
 }
 
 // Held returns the bytes held.
@@ -111,13 +117,7 @@ func (b *Budget) Close() {
 }
 
 // awaitClose blocks until Close.
-func (b *Budget) awaitClose() {
-	b.mu.Lock()
-	for !b.closed.Load() {
-		b.cond.Wait()
-	}
-	b.mu.Unlock()
-}
+func (b *Budget) awaitClose() { b.waitWhile(func() bool { return !b.closed.Load() }) }
 
 // Charge counts n more bytes held, until Release.
 func (b *Budget) Charge(n int64) {
