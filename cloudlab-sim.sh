@@ -8,10 +8,11 @@
 # namespace; the root namespace is not touched), each with its own hostname
 # and /etc/hosts naming every node as CloudLab does, a real sshd listening on
 # the node's address only, and a fake tmcc whose `hostnames` answers like
-# CloudLab's. Then, on node0, as a CloudLab user would, it runs
+# CloudLab's for nodes on two LANs. Then, on node0, as a CloudLab user would, it runs
 #     ./run-cluster.sh 2 2 [server_args [client_args]]
 # (servers on node0 and node1, clients on node2 and node3, over SSH, TLS on)
 # and checks that:
+#   - run-cluster.sh found the four nodes, each once (not once per LAN);
 #   - run-cluster.sh exits 0 in ssh mode with TLS on, and logs/latest is its
 #     run: report.txt (both servers and a positive total), server-node0.log,
 #     server-node1.log (each ending with the server's own shutdown, as on this
@@ -328,7 +329,11 @@ case "$1" in
 hostnames)
     cat <<'EOF'
 HEAD
+    # Two LANs, as in a profile with a second network: a line per node and
+    # LAN, the second LAN's aliases with no bare name (tmcd's format). The
+    # second LAN's addresses are never used: /etc/hosts names the first.
     for ((i = 0; i < NODE_COUNT; i++)); do echo "NAME=node$i-link-0 IP=$(addr "$i") ALIASES='node$i-0 node$i'"; done
+    for ((i = 0; i < NODE_COUNT; i++)); do echo "NAME=node$i-lan-1 IP=10.213.8.$((i + 1)) ALIASES='node$i-1  '"; done
     cat <<'TAIL'
 EOF
     ;;
@@ -410,6 +415,8 @@ check_run() {
     if (( run_rc == 124 || run_rc == 137 )); then problem "run-cluster.sh ran over ${TIMEOUT}s"
     elif (( run_rc != 0 )); then problem "run-cluster.sh exited $run_rc"; fi
     grep -qx 'mode:         ssh' "$out" || problem "run-cluster.sh did not run in ssh (CloudLab) mode"
+    grep -qx 'nodes:        node0 node1 node2 node3' "$out" ||
+        problem "run-cluster.sh did not find the 4 nodes in the fake tmcc's two LANs: $(grep '^nodes:' "$out" || echo 'no nodes line')"
     grep -q '^tls:          on ' "$out" || problem "TLS was not on"
     grep -q '^total [1-9][0-9]* op/s$' "$out" || problem "no positive total op/s in run-cluster.sh's output"
     LOG_DIR=$(sed -n 's/^logs:  *//p' "$out" | head -n 1)

@@ -17,9 +17,10 @@ one line "<node> median <N> op/s" per server and a last line "total <N> op/s".
 Where it runs:
   local     no cluster found: servers on 127.0.0.1, 127.0.0.2, ... with ports
             8080, 8081, ...; clients on this machine. Defaults: 1 server, 1 client.
-  CloudLab  when $TMCC exists: nodes node0..nodeN-1 from 'tmcc hostnames',
-            reached over SSH; servers on the first server_count nodes, clients
-            on the next client_count. Defaults: half the nodes each.
+  CloudLab  when $TMCC exists: the nodes 'tmcc hostnames' names (each
+            once, however many LANs it is on: node0, node1, ...), reached
+            over SSH; servers on the first server_count nodes, clients on
+            the next client_count. Defaults: half the nodes each.
   hosts     --hosts-file FILE: one SSH host name per line (blank lines and
             # comments skipped), used like CloudLab's nodes.
   In the SSH modes this repository must sit at the same path on every node
@@ -155,8 +156,15 @@ if [[ -n $HOSTS_FILE ]]; then
     done < "$HOSTS_FILE"
 elif [[ $FORCE_LOCAL -eq 0 && -x $TMCC ]]; then
     MODE=ssh
-    count=$("$TMCC" hostnames | wc -l)
-    for ((i = 0; i < count; i++)); do NODES+=("node$i"); done
+    # One line per node and LAN: NAME=<node>-<lan> IP=<address>
+    # ALIASES='<node>-<interface number> <node or blank>'. A node on two
+    # LANs has two lines, so the nodes are the first aliases' names, less
+    # their interface numbers, once each, in node0, node1, ..., node10 order.
+    mapfile -t NODES < <("$TMCC" hostnames | sed -n "s/.*ALIASES='\([^ ']*\)-[0-9][0-9]*[ '].*/\1/p" | sort -u -V)
+    if ((${#NODES[@]} == 0)); then
+        echo "'$TMCC hostnames' named no node (want lines like NAME=node0-link-0 IP=10.10.1.1 ALIASES='node0-0 node0')" >&2
+        exit 2
+    fi
 else
     MODE=local
 fi
@@ -198,6 +206,7 @@ mkdir -p "$LOG_DIR/pids"
 ln -sfn "$RUN_ID" "$ROOT/logs/latest"
 
 echo "mode:         $MODE"
+if [[ $MODE == ssh ]]; then echo "nodes:        ${NODES[*]}"; fi
 echo "servers:      $SERVER_COUNT    server_args: ${SERVER_ARGS:-(none)}"
 echo "clients:      $CLIENT_COUNT    client_args: ${CLIENT_ARGS:-(none)}"
 echo "first port:   $BASE_PORT"
