@@ -30,6 +30,9 @@ import (
 // op, the obvious alternative, made each lone Get wait 100µs for callers
 // who never came.
 //
+// A run of one caller's ops (addRun: a part of Client.DoShared) is queued
+// the same way, as a whole and in its order, with one waiter for the run.
+//
 // The other obvious alternative, one goroutine per server that owns the
 // pending batch and receives ops on a channel, costs a channel send and a
 // goroutine switch per op; a mutex held for an append costs less.
@@ -39,15 +42,25 @@ type batcher struct {
 	inflight chan struct{} // semaphore of MaxInFlight slots
 
 	mu      sync.Mutex
-	ops     []wire.Op      // guarded by mu: the pending batch
-	waits   []chan outcome // guarded by mu: where each pending op's result goes
-	timer   *time.Timer    // guarded by mu: armed while a batch is pending
-	sending int            // guarded by mu: batches sent and not yet answered
+	ops     []wire.Op   // guarded by mu: the pending batch
+	waits   []waiter    // guarded by mu: where the pending ops' results go, in their order
+	timer   *time.Timer // guarded by mu: armed while a batch is pending
+	sending int         // guarded by mu: batches sent and not yet answered
 }
 
 type outcome struct {
 	res wire.Result
 	err error
+}
+
+// waiter is where the results of a pending batch's ops go: one op's
+// outcome on one (add), or a run of n ops' results into dst and the
+// batch's error on done (addRun).
+type waiter struct {
+	one  chan outcome
+	n    int
+	dst  []wire.Result
+	done chan<- error
 }
 
 func newBatcher(c *Client, server int) *batcher {
@@ -60,16 +73,40 @@ func newBatcher(c *Client, server int) *batcher {
 func (b *batcher) add(ctx context.Context, op wire.Op, done chan outcome) {
 	b.mu.Lock()
 	b.ops = append(b.ops, op)
-	b.waits = append(b.waits, done)
+	b.waits = append(b.waits, waiter{one: done, n: 1})
+	b.queuedLocked(ctx, 1, true)
+}
+
+// addRun queues ops, which go in one batch and in their order; their
+// results are written to dst and then the batch's error is sent on done,
+// which must have room for it. When ops find nothing in flight, they are
+// sent at once: from the calling goroutine if inline (addRun returns once
+// done has the error), else from a goroutine of their own. Ops that would
+// take the pending batch past wire.MaxBatchOps go in the next one.
+func (b *batcher) addRun(ctx context.Context, ops []wire.Op, dst []wire.Result, done chan<- error, inline bool) {
+	b.mu.Lock()
+	if len(b.ops) > 0 && len(b.ops)+len(ops) > wire.MaxBatchOps {
+		b.sendLocked()
+	}
+	b.ops = append(b.ops, ops...)
+	b.waits = append(b.waits, waiter{n: len(ops), dst: dst, done: done})
+	b.queuedLocked(ctx, len(ops), inline)
+}
+
+// queuedLocked sends the pending batch, to which the caller just added n
+// ops, if it is to go now, or arms the linger timer for its first ops;
+// then it unlocks mu. A batch that finds nothing in flight goes at once,
+// from the calling goroutine if inline.
+func (b *batcher) queuedLocked(ctx context.Context, n int, inline bool) {
 	switch {
-	case b.sending == 0:
+	case b.sending == 0 && inline:
 		ops, waits := b.takeLocked()
 		b.mu.Unlock()
 		b.send(ctx, ops, waits)
 		return
-	case len(b.ops) >= b.c.cfg.MaxBatchOps:
+	case b.sending == 0, len(b.ops) >= b.c.cfg.MaxBatchOps:
 		b.sendLocked()
-	case len(b.ops) == 1:
+	case len(b.ops) == n:
 		b.timer = time.AfterFunc(b.c.cfg.Linger, b.flush)
 	}
 	b.mu.Unlock()
@@ -92,7 +129,7 @@ func (b *batcher) sendLocked() {
 
 // takeLocked takes the pending batch for sending, counts it in flight and
 // disarms the linger timer.
-func (b *batcher) takeLocked() ([]wire.Op, []chan outcome) {
+func (b *batcher) takeLocked() ([]wire.Op, []waiter) {
 	if b.timer != nil {
 		b.timer.Stop()
 		b.timer = nil
@@ -116,9 +153,9 @@ func (b *batcher) answered() {
 }
 
 // send sends a batch and hands each op's outcome to its waiter. parent is
-// the caller's context for a batch of one caller's op sent from its own
+// the caller's context for a batch of one caller's ops sent from its own
 // goroutine, and context.Background for a batch of several callers'.
-func (b *batcher) send(parent context.Context, ops []wire.Op, waits []chan outcome) {
+func (b *batcher) send(parent context.Context, ops []wire.Op, waits []waiter) {
 	defer b.c.wg.Done()
 	b.inflight <- struct{}{}
 	defer func() { <-b.inflight }()
@@ -127,10 +164,17 @@ func (b *batcher) send(parent context.Context, ops []wire.Op, waits []chan outco
 	results := make([]wire.Result, len(ops))
 	err := b.c.sendTo(ctx, b.server, ops, results)
 	b.answered()
-	for i, w := range waits {
-		r := results[i]
-		// Values alias the whole reply; a caller may keep one for long.
-		r.Value = strings.Clone(r.Value)
-		w <- outcome{res: r, err: err}
+	at := 0
+	for _, w := range waits {
+		if w.one != nil {
+			r := results[at]
+			// Values alias the whole reply; a caller may keep one for long.
+			r.Value = strings.Clone(r.Value)
+			w.one <- outcome{res: r, err: err}
+		} else {
+			copy(w.dst, results[at:at+w.n])
+			w.done <- err
+		}
+		at += w.n
 	}
 }
