@@ -43,9 +43,25 @@ type batcher struct {
 
 	mu      sync.Mutex
 	ops     []wire.Op   // guarded by mu: the pending batch
+	bytes   int         // guarded by mu: the pending batch's keys and values, and a word per op
 	waits   []waiter    // guarded by mu: where the pending ops' results go, in their order
 	timer   *time.Timer // guarded by mu: armed while a batch is pending
 	sending int         // guarded by mu: batches sent and not yet answered
+}
+
+// maxPendingBytes is the most bytes of keys and values (opBytes) a pending
+// batch gathers before it goes: a shared batch of large values stays well
+// under wire.MaxFrameBytes, over which the whole request would fail.
+const maxPendingBytes = 16 << 20
+
+// opBytes is what op adds to a batch's request, about.
+func opBytes(op *wire.Op) int { return len(op.Key) + len(op.Value) + len(op.Expect) + 8 }
+
+// fits says whether n more ops of size bytes (opBytes) may join a pending
+// batch of ops ops and size pending without taking it past
+// wire.MaxBatchOps or maxPendingBytes; an empty batch takes any.
+func fits(ops, pending, n, size int) bool {
+	return ops == 0 || (ops+n <= wire.MaxBatchOps && pending+size <= maxPendingBytes)
 }
 
 type outcome struct {
@@ -54,13 +70,27 @@ type outcome struct {
 }
 
 // waiter is where the results of a pending batch's ops go: one op's
-// outcome on one (add), or a run of n ops' results into dst and the
-// batch's error on done (addRun).
+// outcome on one (add), or a run's (addRun).
 type waiter struct {
-	one  chan outcome
-	n    int
+	one chan outcome
+	run *run
+}
+
+// run is a run of one caller's ops (a part of Client.DoShared): their
+// results go to dst, then what became of their batch to done.
+type run struct {
+	part int // which part of the caller's batch
+	ops  []wire.Op
 	dst  []wire.Result
-	done chan<- error
+	done chan<- runDone
+}
+
+// len is how many of the batch's ops w waits for.
+func (w waiter) len() int {
+	if w.run != nil {
+		return len(w.run.ops)
+	}
+	return 1
 }
 
 func newBatcher(c *Client, server int) *batcher {
@@ -72,31 +102,43 @@ func newBatcher(c *Client, server int) *batcher {
 // goroutine, and returns once its outcome is on done.
 func (b *batcher) add(ctx context.Context, op wire.Op, done chan outcome) {
 	b.mu.Lock()
+	n := opBytes(&op)
+	if !fits(len(b.ops), b.bytes, 1, n) {
+		b.sendLocked()
+	}
 	b.ops = append(b.ops, op)
-	b.waits = append(b.waits, waiter{one: done, n: 1})
+	b.bytes += n
+	b.waits = append(b.waits, waiter{one: done})
 	b.queuedLocked(ctx, 1, true)
 }
 
-// addRun queues ops, which go in one batch and in their order; their
-// results are written to dst and then the batch's error is sent on done,
-// which must have room for it. When ops find nothing in flight, they are
-// sent at once: from the calling goroutine if inline (addRun returns once
-// done has the error), else from a goroutine of their own. Ops that would
-// take the pending batch past wire.MaxBatchOps go in the next one.
-func (b *batcher) addRun(ctx context.Context, ops []wire.Op, dst []wire.Result, done chan<- error, inline bool) {
+// addRun queues r's ops, which go in one batch and in their order; their
+// results are written to r.dst and then what became of the batch is sent
+// on r.done, which must have room for it. When the ops find nothing in
+// flight, they are sent at once, under ctx: from the calling goroutine if
+// inline (addRun returns once r.done has its answer), else from a
+// goroutine of their own. Ops that would take the pending batch past
+// wire.MaxBatchOps or maxPendingBytes go in the next one.
+func (b *batcher) addRun(ctx context.Context, r *run, inline bool) {
+	n := 0
+	for i := range r.ops {
+		n += opBytes(&r.ops[i])
+	}
 	b.mu.Lock()
-	if len(b.ops) > 0 && len(b.ops)+len(ops) > wire.MaxBatchOps {
+	if !fits(len(b.ops), b.bytes, len(r.ops), n) {
 		b.sendLocked()
 	}
-	b.ops = append(b.ops, ops...)
-	b.waits = append(b.waits, waiter{n: len(ops), dst: dst, done: done})
-	b.queuedLocked(ctx, len(ops), inline)
+	b.ops = append(b.ops, r.ops...)
+	b.bytes += n
+	b.waits = append(b.waits, waiter{run: r})
+	b.queuedLocked(ctx, len(r.ops), inline)
 }
 
 // queuedLocked sends the pending batch, to which the caller just added n
 // ops, if it is to go now, or arms the linger timer for its first ops;
-// then it unlocks mu. A batch that finds nothing in flight goes at once,
-// from the calling goroutine if inline.
+// then it unlocks mu. A batch that finds nothing in flight holds only the
+// caller's ops, and goes at once under the caller's ctx: from the calling
+// goroutine if inline.
 func (b *batcher) queuedLocked(ctx context.Context, n int, inline bool) {
 	switch {
 	case b.sending == 0 && inline:
@@ -104,7 +146,10 @@ func (b *batcher) queuedLocked(ctx context.Context, n int, inline bool) {
 		b.mu.Unlock()
 		b.send(ctx, ops, waits)
 		return
-	case b.sending == 0, len(b.ops) >= b.c.cfg.MaxBatchOps:
+	case b.sending == 0:
+		ops, waits := b.takeLocked()
+		go b.send(ctx, ops, waits)
+	case len(b.ops) >= b.c.cfg.MaxBatchOps:
 		b.sendLocked()
 	case len(b.ops) == n:
 		b.timer = time.AfterFunc(b.c.cfg.Linger, b.flush)
@@ -135,7 +180,7 @@ func (b *batcher) takeLocked() ([]wire.Op, []waiter) {
 		b.timer = nil
 	}
 	ops, waits := b.ops, b.waits
-	b.ops, b.waits = nil, nil
+	b.ops, b.waits, b.bytes = nil, nil, 0
 	b.sending++
 	b.c.wg.Add(1)
 	return ops, waits
@@ -172,9 +217,9 @@ func (b *batcher) send(parent context.Context, ops []wire.Op, waits []waiter) {
 			r.Value = strings.Clone(r.Value)
 			w.one <- outcome{res: r, err: err}
 		} else {
-			copy(w.dst, results[at:at+w.n])
-			w.done <- err
+			copy(w.run.dst, results[at:])
+			w.run.done <- runDone{part: w.run.part, err: err, shared: len(waits) > 1}
 		}
-		at += w.n
+		at += w.len()
 	}
 }

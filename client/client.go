@@ -14,7 +14,9 @@
 // to that server is answered, or after Config.Linger; an op that finds
 // nothing in flight to its server goes at once, alone. Callers that build
 // their own batches use Do, which splits a batch by owner and sends the
-// parts to their servers concurrently.
+// parts to their servers concurrently, or DoShared, whose parts coalesce
+// with other callers' ops as Get's and Put's do (a server forwarding its
+// clients' batches uses it).
 //
 // If the client's server list differs from the servers' own (say it names
 // only one server of four), the first server to notice answers "wrong ring";
@@ -193,91 +195,6 @@ func (c *Client) DoInto(ctx context.Context, ops []wire.Op, results []wire.Resul
 		})
 	}
 	return g.Wait()
-}
-
-// DoShared is DoInto for a caller whose batches may share a request with
-// other callers' batches, as a server's forwarding of its clients' batches
-// does: each target's part of ops is sent at once when no batch to that
-// target is in flight, and otherwise joins the batch pending for it,
-// which goes when a batch in flight is answered, at Config.MaxBatchOps
-// ops, or Config.Linger after its first op (as Get and Put do). Under many
-// concurrent callers a target so gets fewer, larger batches: at RF=3 each
-// is one log entry or read barrier per shard.
-//
-// Ops that fail wire.Op.Check get their status and are not sent, so that
-// they cannot fail the batch they would share. The values in results may
-// alias a reply that holds other callers' values too. It returns once
-// every part is answered or has failed: ctx bounds the part sent from the
-// calling goroutine (the last target's, when it goes alone), and
-// Config.BatchTimeout every other.
-func (c *Client) DoShared(ctx context.Context, ops []wire.Op, results []wire.Result) error {
-	if c.closed.Load() {
-		return ErrClosed
-	}
-	if len(results) != len(ops) {
-		return fmt.Errorf("client: %d results for %d ops", len(results), len(ops))
-	}
-	if len(ops) > wire.MaxBatchOps {
-		return fmt.Errorf("%w: %d ops in one batch, limit %d", ErrTooLarge, len(ops), wire.MaxBatchOps)
-	}
-	valid, where := checked(ops, results)
-	if len(valid) == 0 {
-		return nil
-	}
-	targets := len(c.batchers)
-	sp := c.split(valid, targets)
-	subs := make([]wire.Result, len(valid))
-	var parts []int
-	for s := range targets {
-		if sp.start[s] < sp.start[s+1] {
-			parts = append(parts, s)
-		}
-	}
-	done := make(chan error, len(parts))
-	for k, s := range parts {
-		lo, hi := sp.start[s], sp.start[s+1]
-		// The last part goes from this goroutine, which waits anyway.
-		c.batchers[s].addRun(ctx, sp.ops[lo:hi], subs[lo:hi], done, k == len(parts)-1)
-	}
-	var err error
-	for range parts {
-		if e := <-done; e != nil && err == nil {
-			err = e
-		}
-	}
-	for j, i := range sp.where {
-		if where != nil {
-			i = where[i]
-		}
-		results[i] = subs[j]
-	}
-	return err
-}
-
-// checked answers each op of ops that fails wire.Op.Check with its status
-// in results, and returns the others; where maps their indexes to ops',
-// and is nil when every op passed.
-func checked(ops []wire.Op, results []wire.Result) (valid []wire.Op, where []int32) {
-	for i := range ops {
-		st := ops[i].Check()
-		if st == wire.StatusOK {
-			if where != nil {
-				valid, where = append(valid, ops[i]), append(where, int32(i))
-			}
-			continue
-		}
-		results[i] = wire.Result{Status: st}
-		if where == nil {
-			valid, where = slices.Clone(ops[:i]), make([]int32, i, len(ops))
-			for j := range i {
-				where[j] = int32(j)
-			}
-		}
-	}
-	if where == nil {
-		return ops, nil
-	}
-	return valid, where
 }
 
 // byTarget is a batch's ops grouped by target: target s's ops are

@@ -57,18 +57,18 @@ type Config struct {
 	// DialTimeout bounds connecting to a server. Default
 	// DefaultDialTimeout (2s).
 	DialTimeout time.Duration
-	// MaxBatchOps is the size at which the auto-batcher of Get, Put and
-	// Delete sends a server's pending batch. Default DefaultMaxBatchOps
-	// (1024); at most wire.MaxBatchOps.
+	// MaxBatchOps is the size at which the auto-batcher of Get, Put,
+	// Delete and DoShared sends a server's pending batch. Default
+	// DefaultMaxBatchOps (1024); at most wire.MaxBatchOps.
 	MaxBatchOps int
-	// Linger bounds how long an op of Get, Put or Delete waits behind
-	// batches in flight before its batch is sent, full or not. An op that
-	// finds no batch in flight to its server is sent at once. Default
-	// DefaultLinger (100µs).
+	// Linger bounds how long an op of Get, Put, Delete or DoShared
+	// waits behind batches in flight before its batch is sent, full or
+	// not. An op that finds no batch in flight to its server is sent at
+	// once. Default DefaultLinger (100µs).
 	Linger time.Duration
-	// MaxInFlight bounds the auto-batcher's batches in flight per server;
-	// when reached, further batches wait (flow control). Default
-	// DefaultMaxInFlight (8).
+	// MaxInFlight bounds the auto-batcher's batches in flight per server
+	// (per shard when replicated); when reached, further batches wait
+	// (flow control). Default DefaultMaxInFlight (8).
 	MaxInFlight int
 	// BatchTimeout bounds one auto-batched RPC, whose ops may come from
 	// callers with different contexts, as AttemptTimeout bounds an attempt

@@ -3,6 +3,8 @@ package client_test
 import (
 	"context"
 	"fmt"
+	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,12 +18,13 @@ import (
 )
 
 // sharedBatch is one caller's batch for the DoShared tests: on each of its
-// keys a put, a get, a second put and a get, so that a result read from
-// the wrong place in a shared reply, or ops applied out of order, show.
+// keys a put, a get, a second put and a get, each value naming its key,
+// so that a result read from the wrong place in a shared reply, or ops
+// applied out of order, show.
 func sharedBatch(caller, round int) (ops []wire.Op, want []wire.Result) {
 	for k := range 3 {
 		key := fmt.Sprintf("shared-c%d-k%d", caller, k)
-		v1, v2 := fmt.Sprintf("%d-%d-first", caller, round), fmt.Sprintf("%d-%d-second", caller, round)
+		v1, v2 := fmt.Sprintf("%d-%d-%d-first", caller, round, k), fmt.Sprintf("%d-%d-%d-second", caller, round, k)
 		ops = append(ops, wire.Op{Code: wire.OpPut, Key: key, Value: v1}, wire.Op{Code: wire.OpGet, Key: key},
 			wire.Op{Code: wire.OpPut, Key: key, Value: v2}, wire.Op{Code: wire.OpGet, Key: key})
 		want = append(want, wire.Result{Status: wire.StatusOK}, wire.Result{Status: wire.StatusOK, Value: v1},
@@ -86,8 +89,9 @@ func TestDoSharedCoalescesConcurrentBatches(t *testing.T) {
 }
 
 // TestDoSharedSplitsByServer: over a ring of two servers each caller's
-// batch is split by owner, every result comes back to its op's place,
-// and both servers are sent parts.
+// batch (with an invalid op among its ops) is split by owner, every
+// result comes back to its op's place, both servers are sent parts, and
+// no part waits for the linger.
 func TestDoSharedSplitsByServer(t *testing.T) {
 	a, b := listen(t, "127.0.0.1:0"), listen(t, "127.0.0.1:0")
 	peers := []string{a.Addr().String(), b.Addr().String()}
@@ -96,13 +100,25 @@ func TestDoSharedSplitsByServer(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cl.Close() })
 
+	// Alone: each part goes at once, the last from the caller's goroutine
+	// and the other from one of its own.
+	start := time.Now()
+	ops, want := sharedBatch(99, 0)
+	got := make([]wire.Result, len(ops))
+	require.NoError(t, cl.DoShared(context.Background(), ops, got))
+	require.Equal(t, want, got)
+	require.Less(t, time.Since(start), longLinger/5, "a lone caller's part waited for the linger")
+
 	const callers, rounds = 16, 10
+	start = time.Now()
 	errs := make(chan error, callers)
 	var wg sync.WaitGroup
 	for c := range callers {
 		wg.Go(func() {
 			for round := range rounds {
 				ops, want := sharedBatch(c, round)
+				ops = slices.Insert(ops, 5, wire.Op{Code: wire.OpPut, Key: ""})
+				want = slices.Insert(want, 5, wire.Result{Status: ops[5].Check()})
 				got := make([]wire.Result, len(ops))
 				if err := cl.DoShared(context.Background(), ops, got); err != nil {
 					errs <- err
@@ -122,8 +138,100 @@ func TestDoSharedSplitsByServer(t *testing.T) {
 	for err := range errs {
 		require.NoError(t, err)
 	}
+	require.Less(t, time.Since(start), longLinger/5, "parts waited for the linger")
 	for i, srv := range servers {
 		require.NotZero(t, srv.Stats().BatchCount(), "server %d was sent no part", i)
+	}
+}
+
+// TestDoSharedHonoursItsContext: a batch waiting behind one in flight to a
+// server that never answers returns when its caller's context ends, its
+// ops unavailable, and not after Config.BatchTimeout.
+func TestDoSharedHonoursItsContext(t *testing.T) {
+	ln := listen(t, "127.0.0.1:0")
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() { // accepts and never answers
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	cl, err := client.New(client.Config{Servers: []string{ln.Addr().String()}, Linger: longLinger, BatchTimeout: longLinger})
+	require.NoError(t, err)
+	defer func() {
+		// Closed first, so that the batches in flight fail at once and
+		// cl.Close need not wait out their BatchTimeout.
+		_ = ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+		mu.Unlock()
+		_ = cl.Close()
+	}()
+
+	first, stopFirst := context.WithCancel(context.Background())
+	defer stopFirst()
+	go func() {
+		_ = cl.DoShared(first, []wire.Op{{Code: wire.OpGet, Key: "in-flight"}}, make([]wire.Result, 1))
+	}()
+	time.Sleep(50 * time.Millisecond) // the first batch is in flight
+
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	ops := []wire.Op{{Code: wire.OpGet, Key: "a"}, {Code: wire.OpPut, Key: "b", Value: "v"}}
+	got := make([]wire.Result, len(ops))
+	start := time.Now()
+	err = cl.DoShared(ctx, ops, got)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Less(t, time.Since(start), 2*time.Second, "a shared batch outlived its caller's context")
+	require.Equal(t, []wire.Result{{Status: wire.StatusUnavail}, {Status: wire.StatusUnavail}}, got)
+}
+
+// TestDoSharedLargeValues: callers whose batches are each within the
+// limits alone get the same answers when they share requests: no shared
+// request over wire.MaxFrameBytes, and no get answered TooLarge because
+// other callers' gets took the values a batch may read.
+func TestDoSharedLargeValues(t *testing.T) {
+	_, cl := lingeringClient(t)
+	const callers, each = 6, 20
+	value := strings.Repeat("v", 1<<20)
+	for _, code := range []wire.OpCode{wire.OpPut, wire.OpGet} {
+		errs := make(chan error, callers)
+		var wg sync.WaitGroup
+		for c := range callers {
+			wg.Go(func() {
+				ops := make([]wire.Op, each)
+				for i := range ops {
+					ops[i] = wire.Op{Code: code, Key: fmt.Sprintf("large-c%d-%d", c, i)}
+					if code == wire.OpPut {
+						ops[i].Value = value
+					}
+				}
+				got := make([]wire.Result, each)
+				if err := cl.DoShared(context.Background(), ops, got); err != nil {
+					errs <- fmt.Errorf("caller %d, %s: %w", c, code, err)
+					return
+				}
+				for i := range got {
+					if got[i].Status != wire.StatusOK || (code == wire.OpGet && got[i].Value != value) {
+						errs <- fmt.Errorf("caller %d, %s %s: status %s, %d bytes", c, code, ops[i].Key, got[i].Status, len(got[i].Value))
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
 	}
 }
 

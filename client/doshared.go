@@ -1,0 +1,175 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/batchkv/batchkv/wire"
+)
+
+// DoShared is DoInto for a caller whose batches may share a request with
+// other callers' batches, as a server's forwarding of its clients' batches
+// does: each target's part of ops is sent at once when no batch to that
+// target is in flight, and otherwise joins the batch pending for it,
+// which goes when a batch in flight is answered, at Config.MaxBatchOps
+// ops, or Config.Linger after its first op (as Get and Put do); a part
+// that would take it past wire.MaxBatchOps ops or about 16 MiB of keys
+// and values sends it first, and starts the next. Under many concurrent callers a target so gets
+// fewer, larger batches: at RF=3 each is one log entry or read barrier per
+// shard.
+//
+// What sharing must not change, it does not: ops that fail wire.Op.Check
+// get their status and are not sent, so that they cannot fail a batch
+// they would share; and a get or conditional put that a shared batch
+// answered StatusTooLarge (the server caps the values one batch reads) is
+// sent again alone, when no other op of its part touches its key, so
+// that it gets what it would have got alone. The values in results may
+// alias a reply that holds other callers' values too.
+//
+// ctx bounds the wait: when it ends, DoShared returns ctx.Err() with the
+// ops not yet answered marked as Do marks a part that failed
+// (StatusUnavail; at RF=3 a write's outcome is StatusUnknown), though
+// they may still be applied. A part sent alone is
+// bounded by ctx, one that shares a batch by Config.BatchTimeout.
+func (c *Client) DoShared(ctx context.Context, ops []wire.Op, results []wire.Result) error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	if len(results) != len(ops) {
+		return fmt.Errorf("client: %d results for %d ops", len(results), len(ops))
+	}
+	if len(ops) > wire.MaxBatchOps {
+		return fmt.Errorf("%w: %d ops in one batch, limit %d", ErrTooLarge, len(ops), wire.MaxBatchOps)
+	}
+	valid, where := checked(ops, results)
+	if len(valid) == 0 {
+		return nil
+	}
+	targets := len(c.batchers)
+	sp := c.split(valid, targets)
+	subs := make([]wire.Result, len(valid))
+	var parts []int // the targets with ops
+	for s := range targets {
+		if sp.start[s] < sp.start[s+1] {
+			parts = append(parts, s)
+		}
+	}
+	done := make(chan runDone, len(parts))
+	for k, s := range parts {
+		lo, hi := sp.start[s], sp.start[s+1]
+		// The last part goes from this goroutine, which waits anyway.
+		c.batchers[s].addRun(ctx, &run{part: k, ops: sp.ops[lo:hi], dst: subs[lo:hi], done: done}, k == len(parts)-1)
+	}
+	answered := make([]bool, len(parts))
+	var err error
+	for range parts {
+		select {
+		case d := <-done:
+			answered[d.part] = true
+			if d.err == nil && d.shared {
+				s := parts[d.part]
+				lo, hi := sp.start[s], sp.start[s+1]
+				d.err = c.resendTooLarge(ctx, s, sp.ops[lo:hi], subs[lo:hi])
+			}
+			if d.err != nil && err == nil {
+				err = d.err
+			}
+			continue
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		break
+	}
+	// Each part's results go to its ops' places; those of a part not
+	// answered (the batcher may still write its subs) are unavailable.
+	for k, s := range parts {
+		for j := sp.start[s]; j < sp.start[s+1]; j++ {
+			i := sp.where[j]
+			if where != nil {
+				i = where[i]
+			}
+			switch {
+			case answered[k]:
+				results[i] = subs[j]
+			case c.layout != nil && valid[j].Code != wire.OpGet:
+				results[i] = wire.Result{Status: wire.StatusUnknown} // as giveUp
+			default:
+				results[i] = wire.Result{Status: wire.StatusUnavail}
+			}
+		}
+	}
+	return err
+}
+
+// runDone is what a run's batch sends back: which part of the caller's
+// batch it was, the batch's error, and whether other callers' ops shared
+// the batch.
+type runDone struct {
+	part   int
+	err    error
+	shared bool
+}
+
+// resendTooLarge sends again, alone, the gets and conditional puts of
+// part (the ops of one target, results in res) that a shared batch
+// answered StatusTooLarge: the server caps the values one batch may read,
+// and other callers' gets took some of that. Only ops whose key no other
+// op of the part touches are sent again, so that none moves past another
+// op of the caller on its key; a conditional put answered TooLarge was not
+// applied.
+func (c *Client) resendTooLarge(ctx context.Context, target int, part []wire.Op, res []wire.Result) error {
+	var again []int
+	for j := range part {
+		if res[j].Status == wire.StatusTooLarge && (part[j].Code == wire.OpGet || part[j].Code == wire.OpPutIf) {
+			again = append(again, j)
+		}
+	}
+	if len(again) == 0 {
+		return nil
+	}
+	uses := make(map[string]int, len(part))
+	for j := range part {
+		uses[part[j].Key]++
+	}
+	again = slices.DeleteFunc(again, func(j int) bool { return uses[part[j].Key] > 1 })
+	if len(again) == 0 {
+		return nil
+	}
+	ops := make([]wire.Op, len(again))
+	for n, j := range again {
+		ops[n] = part[j]
+	}
+	out := make([]wire.Result, len(ops))
+	err := c.sendTo(ctx, target, ops, out)
+	for n, j := range again {
+		res[j] = out[n]
+	}
+	return err
+}
+
+// checked answers each op of ops that fails wire.Op.Check with its status
+// in results, and returns the others; where maps their indexes to ops',
+// and is nil when every op passed.
+func checked(ops []wire.Op, results []wire.Result) (valid []wire.Op, where []int32) {
+	for i := range ops {
+		st := ops[i].Check()
+		if st == wire.StatusOK {
+			if where != nil {
+				valid, where = append(valid, ops[i]), append(where, int32(i))
+			}
+			continue
+		}
+		results[i] = wire.Result{Status: st}
+		if where == nil {
+			valid, where = slices.Clone(ops[:i]), make([]int32, i, len(ops))
+			for j := range i {
+				where[j] = int32(j)
+			}
+		}
+	}
+	if where == nil {
+		return ops, nil
+	}
+	return valid, where
+}
