@@ -164,14 +164,8 @@ func (c *Client) Do(ctx context.Context, ops []wire.Op) ([]wire.Result, error) {
 // DoInto is Do writing into results, which must have len(ops) entries. It
 // lets a caller that sends many batches reuse one results slice.
 func (c *Client) DoInto(ctx context.Context, ops []wire.Op, results []wire.Result) error {
-	if c.closed.Load() {
-		return ErrClosed
-	}
-	if len(results) != len(ops) {
-		return fmt.Errorf("client: %d results for %d ops", len(results), len(ops))
-	}
-	if len(ops) > wire.MaxBatchOps {
-		return fmt.Errorf("%w: %d ops in one batch, limit %d", ErrTooLarge, len(ops), wire.MaxBatchOps)
+	if err := c.mayDo(ops, results); err != nil {
+		return err
 	}
 	targets := len(c.batchers)
 	if targets == 1 {
@@ -195,6 +189,21 @@ func (c *Client) DoInto(ctx context.Context, ops []wire.Op, results []wire.Resul
 		})
 	}
 	return g.Wait()
+}
+
+// mayDo is why a batch of ops, with its results, cannot be sent: the
+// client is closed, results is not one per op, or the batch is over
+// wire.MaxBatchOps; nil if it can.
+func (c *Client) mayDo(ops []wire.Op, results []wire.Result) error {
+	switch {
+	case c.closed.Load():
+		return ErrClosed
+	case len(results) != len(ops):
+		return fmt.Errorf("client: %d results for %d ops", len(results), len(ops))
+	case len(ops) > wire.MaxBatchOps:
+		return fmt.Errorf("%w: %d ops in one batch, limit %d", ErrTooLarge, len(ops), wire.MaxBatchOps)
+	}
+	return nil
 }
 
 // byTarget is a batch's ops grouped by target: target s's ops are

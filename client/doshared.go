@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
 	"github.com/batchkv/batchkv/wire"
@@ -33,14 +32,8 @@ import (
 // they may still be applied. A part sent alone is
 // bounded by ctx, one that shares a batch by Config.BatchTimeout.
 func (c *Client) DoShared(ctx context.Context, ops []wire.Op, results []wire.Result) error {
-	if c.closed.Load() {
-		return ErrClosed
-	}
-	if len(results) != len(ops) {
-		return fmt.Errorf("client: %d results for %d ops", len(results), len(ops))
-	}
-	if len(ops) > wire.MaxBatchOps {
-		return fmt.Errorf("%w: %d ops in one batch, limit %d", ErrTooLarge, len(ops), wire.MaxBatchOps)
+	if err := c.mayDo(ops, results); err != nil {
+		return err
 	}
 	valid, where := checked(ops, results)
 	if len(valid) == 0 {

@@ -33,6 +33,49 @@ func sharedBatch(caller, round int) (ops []wire.Op, want []wire.Result) {
 	return ops, want
 }
 
+// concurrently runs fn for callers goroutines at once and fails t with the
+// errors they return.
+func concurrently(t *testing.T, callers int, fn func(caller int) error) {
+	t.Helper()
+	errs := make(chan error, callers)
+	var wg sync.WaitGroup
+	for c := range callers {
+		wg.Go(func() {
+			if err := fn(c); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+}
+
+// sharedRounds sends caller's sharedBatch of each round through
+// DoShared, with an op without a key fifth if invalid, and returns the
+// first error or wrong result.
+func sharedRounds(cl *client.Client, caller, rounds int, invalid bool) error {
+	for round := range rounds {
+		ops, want := sharedBatch(caller, round)
+		if invalid {
+			ops = slices.Insert(ops, 5, wire.Op{Code: wire.OpPut, Key: ""})
+			want = slices.Insert(want, 5, wire.Result{Status: ops[5].Check()})
+		}
+		got := make([]wire.Result, len(ops))
+		if err := cl.DoShared(context.Background(), ops, got); err != nil {
+			return err
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				return fmt.Errorf("caller %d round %d op %d (%s %s): got %+v, want %+v", caller, round, i, ops[i].Code, ops[i].Key, got[i], want[i])
+			}
+		}
+	}
+	return nil
+}
+
 // TestDoSharedLoneBatchGoesAtOnce: a caller alone with its server waits
 // for no linger: each DoShared is one batch, sent at once.
 func TestDoSharedLoneBatchGoesAtOnce(t *testing.T) {
@@ -57,31 +100,7 @@ func TestDoSharedCoalescesConcurrentBatches(t *testing.T) {
 	const callers, rounds = 32, 20
 	before := srv.Stats().BatchCount()
 	start := time.Now()
-	errs := make(chan error, callers)
-	var wg sync.WaitGroup
-	for c := range callers {
-		wg.Go(func() {
-			for round := range rounds {
-				ops, want := sharedBatch(c, round)
-				got := make([]wire.Result, len(ops))
-				if err := cl.DoShared(context.Background(), ops, got); err != nil {
-					errs <- err
-					return
-				}
-				for i := range want {
-					if got[i] != want[i] {
-						errs <- fmt.Errorf("caller %d round %d op %d (%s %s): got %+v, want %+v", c, round, i, ops[i].Code, ops[i].Key, got[i], want[i])
-						return
-					}
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
+	concurrently(t, callers, func(c int) error { return sharedRounds(cl, c, rounds, false) })
 	require.Less(t, time.Since(start), longLinger/5, "batches behind one in flight waited for the linger")
 	requests := srv.Stats().BatchCount() - before
 	t.Logf("%d batches from %d callers in %d requests", callers*rounds, callers, requests)
@@ -111,33 +130,7 @@ func TestDoSharedSplitsByServer(t *testing.T) {
 
 	const callers, rounds = 16, 10
 	start = time.Now()
-	errs := make(chan error, callers)
-	var wg sync.WaitGroup
-	for c := range callers {
-		wg.Go(func() {
-			for round := range rounds {
-				ops, want := sharedBatch(c, round)
-				ops = slices.Insert(ops, 5, wire.Op{Code: wire.OpPut, Key: ""})
-				want = slices.Insert(want, 5, wire.Result{Status: ops[5].Check()})
-				got := make([]wire.Result, len(ops))
-				if err := cl.DoShared(context.Background(), ops, got); err != nil {
-					errs <- err
-					return
-				}
-				for i := range want {
-					if got[i] != want[i] {
-						errs <- fmt.Errorf("caller %d round %d op %d (%s %s): got %+v, want %+v", c, round, i, ops[i].Code, ops[i].Key, got[i], want[i])
-						return
-					}
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
+	concurrently(t, callers, func(c int) error { return sharedRounds(cl, c, rounds, true) })
 	require.Less(t, time.Since(start), longLinger/5, "parts waited for the linger")
 	for i, srv := range servers {
 		require.NotZero(t, srv.Stats().BatchCount(), "server %d was sent no part", i)
@@ -203,35 +196,25 @@ func TestDoSharedLargeValues(t *testing.T) {
 	const callers, each = 6, 20
 	value := strings.Repeat("v", 1<<20)
 	for _, code := range []wire.OpCode{wire.OpPut, wire.OpGet} {
-		errs := make(chan error, callers)
-		var wg sync.WaitGroup
-		for c := range callers {
-			wg.Go(func() {
-				ops := make([]wire.Op, each)
-				for i := range ops {
-					ops[i] = wire.Op{Code: code, Key: fmt.Sprintf("large-c%d-%d", c, i)}
-					if code == wire.OpPut {
-						ops[i].Value = value
-					}
+		concurrently(t, callers, func(c int) error {
+			ops := make([]wire.Op, each)
+			for i := range ops {
+				ops[i] = wire.Op{Code: code, Key: fmt.Sprintf("large-c%d-%d", c, i)}
+				if code == wire.OpPut {
+					ops[i].Value = value
 				}
-				got := make([]wire.Result, each)
-				if err := cl.DoShared(context.Background(), ops, got); err != nil {
-					errs <- fmt.Errorf("caller %d, %s: %w", c, code, err)
-					return
+			}
+			got := make([]wire.Result, each)
+			if err := cl.DoShared(context.Background(), ops, got); err != nil {
+				return fmt.Errorf("caller %d, %s: %w", c, code, err)
+			}
+			for i := range got {
+				if got[i].Status != wire.StatusOK || (code == wire.OpGet && got[i].Value != value) {
+					return fmt.Errorf("caller %d, %s %s: status %s, %d bytes", c, code, ops[i].Key, got[i].Status, len(got[i].Value))
 				}
-				for i := range got {
-					if got[i].Status != wire.StatusOK || (code == wire.OpGet && got[i].Value != value) {
-						errs <- fmt.Errorf("caller %d, %s %s: status %s, %d bytes", c, code, ops[i].Key, got[i].Status, len(got[i].Value))
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			require.NoError(t, err)
-		}
+			}
+			return nil
+		})
 	}
 }
 
