@@ -65,8 +65,9 @@ func fits(ops, pending, n, size int) bool {
 }
 
 type outcome struct {
-	res wire.Result
-	err error
+	res    wire.Result
+	err    error
+	shared bool // other callers' ops were in its batch
 }
 
 // waiter is where the results of a pending batch's ops go: one op's
@@ -215,7 +216,7 @@ func (b *batcher) send(parent context.Context, ops []wire.Op, waits []waiter) {
 			r := results[at]
 			// Values alias the whole reply; a caller may keep one for long.
 			r.Value = strings.Clone(r.Value)
-			w.one <- outcome{res: r, err: err}
+			w.one <- outcome{res: r, err: err, shared: len(waits) > 1}
 		} else {
 			copy(w.run.dst, results[at:])
 			w.run.done <- runDone{part: w.run.part, err: err, shared: len(waits) > 1}

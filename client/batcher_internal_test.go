@@ -26,3 +26,23 @@ func TestFits(t *testing.T) {
 		require.Equal(t, c.want, fits(c.ops, c.pending, c.n, c.size), "%+v", c)
 	}
 }
+
+// TestResendable: of the ops a shared batch answered TooLarge, only gets
+// and conditional puts whose key no other op of the part touches are sent
+// again: a get before a put of its key would read the put.
+func TestResendable(t *testing.T) {
+	tooLarge, ok := wire.Result{Status: wire.StatusTooLarge}, wire.Result{Status: wire.StatusOK}
+	part := []wire.Op{
+		{Code: wire.OpGet, Key: "alone"},                         // 0: sent again
+		{Code: wire.OpGet, Key: "overwritten"},                   // 1: a put of its key follows
+		{Code: wire.OpPut, Key: "overwritten", Value: "x"},       // 2
+		{Code: wire.OpPutIf, Key: "swap", Cond: wire.CondAlways}, // 3: sent again
+		{Code: wire.OpGet, Key: "fine"},                          // 4: answered
+		{Code: wire.OpGet, Key: "twice"},                         // 5: read twice
+		{Code: wire.OpGet, Key: "twice"},                         // 6
+		{Code: wire.OpPut, Key: "big", Value: "x"},               // 7: TooLarge but a put
+	}
+	res := []wire.Result{tooLarge, tooLarge, ok, tooLarge, ok, tooLarge, tooLarge, tooLarge}
+	require.Equal(t, []int{0, 3}, resendable(part, res))
+	require.Empty(t, resendable(part[4:5], res[4:5]))
+}

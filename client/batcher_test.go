@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -109,4 +110,23 @@ func TestLoneOpHonoursItsContext(t *testing.T) {
 	_, err = cl.Get(ctx, "k")
 	require.Error(t, err)
 	require.Less(t, time.Since(start), 2*time.Second, "a lone op outlived its caller's context")
+}
+
+// TestLargeValuesCoalesceWithinTheLimits: concurrent Puts and Gets of 1
+// MiB values, each within the limits alone, succeed when they coalesce:
+// no batch over wire.MaxFrameBytes, and no get answered TooLarge because
+// other callers' gets took the values a batch may read.
+func TestLargeValuesCoalesceWithinTheLimits(t *testing.T) {
+	_, cl := lingeringClient(t)
+	const callers = 100
+	value := strings.Repeat("v", 1<<20)
+	ctx := context.Background()
+	concurrently(t, callers, func(c int) error { return cl.Put(ctx, fmt.Sprintf("big%d", c), value) })
+	concurrently(t, callers, func(c int) error {
+		v, err := cl.Get(ctx, fmt.Sprintf("big%d", c))
+		if err == nil && v != value {
+			err = fmt.Errorf("got %d bytes, want %d", len(v), len(value))
+		}
+		return err
+	})
 }

@@ -330,9 +330,17 @@ func (c *Client) one(ctx context.Context, op wire.Op) (wire.Result, error) {
 		return wire.Result{}, ErrClosed
 	}
 	done := make(chan outcome, 1)
-	c.batchers[c.route(op.Key)].add(ctx, op, done)
+	target := c.route(op.Key)
+	c.batchers[target].add(ctx, op, done)
 	select {
 	case o := <-done:
+		if o.err == nil && o.shared && readRefused(&op, o.res) {
+			// Other callers' gets took the values the batch could read:
+			// alone, it may fit (see DoShared).
+			res := make([]wire.Result, 1)
+			o.err = c.sendTo(ctx, target, []wire.Op{op}, res)
+			o.res = res[0]
+		}
 		if o.err != nil {
 			return o.res, o.err
 		}

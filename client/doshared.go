@@ -85,7 +85,7 @@ func (c *Client) DoShared(ctx context.Context, ops []wire.Op, results []wire.Res
 			switch {
 			case answered[k]:
 				results[i] = subs[j]
-			case c.layout != nil && valid[j].Code != wire.OpGet:
+			case c.layout != nil && sp.ops[j].Code != wire.OpGet:
 				results[i] = wire.Result{Status: wire.StatusUnknown} // as giveUp
 			default:
 				results[i] = wire.Result{Status: wire.StatusUnavail}
@@ -112,20 +112,7 @@ type runDone struct {
 // op of the caller on its key; a conditional put answered TooLarge was not
 // applied.
 func (c *Client) resendTooLarge(ctx context.Context, target int, part []wire.Op, res []wire.Result) error {
-	var again []int
-	for j := range part {
-		if res[j].Status == wire.StatusTooLarge && (part[j].Code == wire.OpGet || part[j].Code == wire.OpPutIf) {
-			again = append(again, j)
-		}
-	}
-	if len(again) == 0 {
-		return nil
-	}
-	uses := make(map[string]int, len(part))
-	for j := range part {
-		uses[part[j].Key]++
-	}
-	again = slices.DeleteFunc(again, func(j int) bool { return uses[part[j].Key] > 1 })
+	again := resendable(part, res)
 	if len(again) == 0 {
 		return nil
 	}
@@ -139,6 +126,32 @@ func (c *Client) resendTooLarge(ctx context.Context, target int, part []wire.Op,
 		res[j] = out[n]
 	}
 	return err
+}
+
+// resendable returns the indexes of the ops of part that resendTooLarge
+// sends again: those readRefused, whose key no other op of part touches.
+func resendable(part []wire.Op, res []wire.Result) []int {
+	var again []int
+	for j := range part {
+		if readRefused(&part[j], res[j]) {
+			again = append(again, j)
+		}
+	}
+	if len(again) == 0 {
+		return nil
+	}
+	uses := make(map[string]int, len(part))
+	for j := range part {
+		uses[part[j].Key]++
+	}
+	return slices.DeleteFunc(again, func(j int) bool { return uses[part[j].Key] > 1 })
+}
+
+// readRefused says whether res is op's answer when the values its batch
+// read were over the server's cap (kvs/backend's Applier): a get or a
+// conditional put, not applied, answered StatusTooLarge.
+func readRefused(op *wire.Op, res wire.Result) bool {
+	return res.Status == wire.StatusTooLarge && (op.Code == wire.OpGet || op.Code == wire.OpPutIf)
 }
 
 // checked answers each op of ops that fails wire.Op.Check with its status

@@ -14,6 +14,7 @@ import (
 
 	"github.com/batchkv/batchkv/client"
 	"github.com/batchkv/batchkv/kvs"
+	"github.com/batchkv/batchkv/shard"
 	"github.com/batchkv/batchkv/wire"
 )
 
@@ -138,13 +139,17 @@ func TestDoSharedSplitsByServer(t *testing.T) {
 }
 
 // TestDoSharedHonoursItsContext: a batch waiting behind one in flight to a
-// server that never answers returns when its caller's context ends, its
-// ops unavailable, and not after Config.BatchTimeout.
+// server that never answers returns when its caller's context ends, and
+// not after Config.BatchTimeout; at RF>1 its get is unavailable and its
+// write's outcome unknown, each in its own place though the batch spans
+// two shards (so its ops' order differs from the order of its parts).
 func TestDoSharedHonoursItsContext(t *testing.T) {
 	ln := listen(t, "127.0.0.1:0")
 	var mu sync.Mutex
 	var conns []net.Conn
-	go func() { // accepts and never answers
+	requested := make(chan struct{}) // closed once a request's bytes came
+	var once sync.Once
+	go func() { // accepts, reads, and never answers
 		for {
 			c, err := ln.Accept()
 			if err != nil {
@@ -153,9 +158,26 @@ func TestDoSharedHonoursItsContext(t *testing.T) {
 			mu.Lock()
 			conns = append(conns, c)
 			mu.Unlock()
+			go func() {
+				buf := make([]byte, 4096)
+				read := 0
+				for {
+					n, err := c.Read(buf)
+					if read += n; read > len(wire.Preamble) {
+						once.Do(func() { close(requested) })
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
 		}
 	}()
-	cl, err := client.New(client.Config{Servers: []string{ln.Addr().String()}, Linger: longLinger, BatchTimeout: longLinger})
+	// Two shards on one server: a replicated client's routing.
+	addr := ln.Addr().String()
+	// A BatchTimeout well past the 2 s the test allows, and short enough
+	// for the batches left on the silent server to end soon after.
+	cl, err := client.New(client.Config{Servers: []string{addr}, Shards: 2, RF: 1, Linger: longLinger, BatchTimeout: 3 * time.Second})
 	require.NoError(t, err)
 	defer func() {
 		// Closed first, so that the batches in flight fail at once and
@@ -168,40 +190,60 @@ func TestDoSharedHonoursItsContext(t *testing.T) {
 		mu.Unlock()
 		_ = cl.Close()
 	}()
+	layout, err := shard.New([]string{addr}, 2, 1, 0)
+	require.NoError(t, err)
+	keyOf := func(sh int) string {
+		for i := 0; ; i++ {
+			if k := fmt.Sprintf("ctx%d", i); layout.Shard(k) == sh {
+				return k
+			}
+		}
+	}
+	k0, k1 := keyOf(0), keyOf(1)
 
 	first, stopFirst := context.WithCancel(context.Background())
 	defer stopFirst()
 	go func() {
-		_ = cl.DoShared(first, []wire.Op{{Code: wire.OpGet, Key: "in-flight"}}, make([]wire.Result, 1))
+		_ = cl.DoShared(first, []wire.Op{{Code: wire.OpGet, Key: k0}}, make([]wire.Result, 1))
 	}()
-	time.Sleep(50 * time.Millisecond) // the first batch is in flight
+	select { // shard 0's batch is in flight
+	case <-requested:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first batch never reached the server")
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	ops := []wire.Op{{Code: wire.OpGet, Key: "a"}, {Code: wire.OpPut, Key: "b", Value: "v"}}
+	// The put (shard 1) goes alone; the get (shard 0) waits behind the
+	// first batch.
+	ops := []wire.Op{{Code: wire.OpPut, Key: k1, Value: "v"}, {Code: wire.OpGet, Key: k0}}
 	got := make([]wire.Result, len(ops))
 	start := time.Now()
 	err = cl.DoShared(ctx, ops, got)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Less(t, time.Since(start), 2*time.Second, "a shared batch outlived its caller's context")
-	require.Equal(t, []wire.Result{{Status: wire.StatusUnavail}, {Status: wire.StatusUnavail}}, got)
+	require.Equal(t, []wire.Result{{Status: wire.StatusUnknown}, {Status: wire.StatusUnavail}}, got)
 }
 
 // TestDoSharedLargeValues: callers whose batches are each within the
 // limits alone get the same answers when they share requests: no shared
-// request over wire.MaxFrameBytes, and no get answered TooLarge because
-// other callers' gets took the values a batch may read.
+// request over wire.MaxFrameBytes, and no get or conditional put (a swap
+// of a small value for the large one, which it reads) answered TooLarge
+// because other callers' ops took the values a batch may read.
 func TestDoSharedLargeValues(t *testing.T) {
 	_, cl := lingeringClient(t)
 	const callers, each = 6, 20
 	value := strings.Repeat("v", 1<<20)
-	for _, code := range []wire.OpCode{wire.OpPut, wire.OpGet} {
+	for _, code := range []wire.OpCode{wire.OpPut, wire.OpGet, wire.OpPutIf} {
 		concurrently(t, callers, func(c int) error {
 			ops := make([]wire.Op, each)
 			for i := range ops {
 				ops[i] = wire.Op{Code: code, Key: fmt.Sprintf("large-c%d-%d", c, i)}
-				if code == wire.OpPut {
+				switch code {
+				case wire.OpPut:
 					ops[i].Value = value
+				case wire.OpPutIf:
+					ops[i].Value, ops[i].Cond = "small", wire.CondAlways
 				}
 			}
 			got := make([]wire.Result, each)
@@ -209,7 +251,7 @@ func TestDoSharedLargeValues(t *testing.T) {
 				return fmt.Errorf("caller %d, %s: %w", c, code, err)
 			}
 			for i := range got {
-				if got[i].Status != wire.StatusOK || (code == wire.OpGet && got[i].Value != value) {
+				if got[i].Status != wire.StatusOK || (code != wire.OpPut && got[i].Value != value) {
 					return fmt.Errorf("caller %d, %s %s: status %s, %d bytes", c, code, ops[i].Key, got[i].Status, len(got[i].Value))
 				}
 			}
