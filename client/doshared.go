@@ -14,9 +14,9 @@ import (
 // which goes when a batch in flight is answered, at Config.MaxBatchOps
 // ops, or Config.Linger after its first op (as Get and Put do); a part
 // that would take it past wire.MaxBatchOps ops or about 16 MiB of keys
-// and values sends it first, and starts the next. Under many concurrent callers a target so gets
-// fewer, larger batches: at RF=3 each is one log entry or read barrier per
-// shard.
+// and values sends it first, and starts the next. Under many concurrent
+// callers a target so gets fewer, larger batches: at RF=3 each is one log
+// entry or read barrier per shard.
 //
 // What sharing must not change, it does not: ops that fail wire.Op.Check
 // get their status and are not sent, so that they cannot fail a batch
@@ -29,8 +29,8 @@ import (
 // ctx bounds the wait: when it ends, DoShared returns ctx.Err() with the
 // ops not yet answered marked as Do marks a part that failed
 // (StatusUnavail; at RF=3 a write's outcome is StatusUnknown), though
-// they may still be applied. A part sent alone is
-// bounded by ctx, one that shares a batch by Config.BatchTimeout.
+// they may still be applied. A part sent alone is bounded by ctx, one
+// that shares a batch by Config.BatchTimeout.
 func (c *Client) DoShared(ctx context.Context, ops []wire.Op, results []wire.Result) error {
 	if err := c.mayDo(ops, results); err != nil {
 		return err
@@ -54,26 +54,7 @@ func (c *Client) DoShared(ctx context.Context, ops []wire.Op, results []wire.Res
 		// The last part goes from this goroutine, which waits anyway.
 		c.batchers[s].addRun(ctx, &run{part: k, ops: sp.ops[lo:hi], dst: subs[lo:hi], done: done}, k == len(parts)-1)
 	}
-	answered := make([]bool, len(parts))
-	var err error
-	for range parts {
-		select {
-		case d := <-done:
-			answered[d.part] = true
-			if d.err == nil && d.shared {
-				s := parts[d.part]
-				lo, hi := sp.start[s], sp.start[s+1]
-				d.err = c.resendTooLarge(ctx, s, sp.ops[lo:hi], subs[lo:hi])
-			}
-			if d.err != nil && err == nil {
-				err = d.err
-			}
-			continue
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
-		break
-	}
+	answered, err := c.awaitParts(ctx, sp, parts, subs, done)
 	// Each part's results go to its ops' places; those of a part not
 	// answered (the batcher may still write its subs) are unavailable.
 	for k, s := range parts {
@@ -93,6 +74,33 @@ func (c *Client) DoShared(ctx context.Context, ops []wire.Op, results []wire.Res
 		}
 	}
 	return err
+}
+
+// awaitParts waits for the answers of the parts (targets) of sp on done,
+// their results in subs, until every part is answered or ctx ends, and
+// sends again alone what a shared batch refused to read (resendTooLarge).
+// It returns which parts were answered, and the first error.
+func (c *Client) awaitParts(ctx context.Context, sp byTarget, parts []int, subs []wire.Result, done <-chan runDone) ([]bool, error) {
+	answered := make([]bool, len(parts))
+	var err error
+	for range parts {
+		var d runDone
+		select {
+		case d = <-done:
+		case <-ctx.Done():
+			return answered, ctx.Err()
+		}
+		answered[d.part] = true
+		if d.err == nil && d.shared {
+			s := parts[d.part]
+			lo, hi := sp.start[s], sp.start[s+1]
+			d.err = c.resendTooLarge(ctx, s, sp.ops[lo:hi], subs[lo:hi])
+		}
+		if d.err != nil && err == nil {
+			err = d.err
+		}
+	}
+	return answered, err
 }
 
 // runDone is what a run's batch sends back: which part of the caller's
