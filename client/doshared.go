@@ -16,7 +16,8 @@ import (
 // that would take it past wire.MaxBatchOps ops or about 16 MiB of keys
 // and values sends it first, and starts the next. Under many concurrent
 // callers a target so gets fewer, larger batches: at RF=3 each is one log
-// entry or read barrier per shard.
+// entry or read barrier per shard. A part of Config.MaxBatchOps ops or
+// more goes at once on its own, as DoInto sends it.
 //
 // What sharing must not change, it does not: ops that fail wire.Op.Check
 // get their status and are not sent, so that they cannot fail a batch
@@ -51,8 +52,19 @@ func (c *Client) DoShared(ctx context.Context, ops []wire.Op, results []wire.Res
 	done := make(chan runDone, len(parts))
 	for k, s := range parts {
 		lo, hi := sp.start[s], sp.start[s+1]
-		// The last part goes from this goroutine, which waits anyway.
-		c.batchers[s].addRun(ctx, &run{part: k, ops: sp.ops[lo:hi], dst: subs[lo:hi], done: done}, k == len(parts)-1)
+		last := k == len(parts)-1 // goes from this goroutine, which waits anyway
+		if hi-lo >= c.cfg.MaxBatchOps {
+			// A full batch by itself gains nothing from sharing, and is
+			// sent as DoInto sends it, outside MaxInFlight.
+			alone := func() { done <- runDone{part: k, err: c.sendTo(ctx, s, sp.ops[lo:hi], subs[lo:hi])} }
+			if last {
+				alone()
+			} else {
+				go alone()
+			}
+			continue
+		}
+		c.batchers[s].addRun(ctx, &run{part: k, ops: sp.ops[lo:hi], dst: subs[lo:hi], done: done}, last)
 	}
 	answered, err := c.awaitParts(ctx, sp, parts, subs, done)
 	// Each part's results go to its ops' places; those of a part not

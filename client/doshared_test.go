@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -144,52 +145,14 @@ func TestDoSharedSplitsByServer(t *testing.T) {
 // write's outcome unknown, each in its own place though the batch spans
 // two shards (so its ops' order differs from the order of its parts).
 func TestDoSharedHonoursItsContext(t *testing.T) {
-	ln := listen(t, "127.0.0.1:0")
-	var mu sync.Mutex
-	var conns []net.Conn
-	requested := make(chan struct{}) // closed once a request's bytes came
-	var once sync.Once
-	go func() { // accepts, reads, and never answers
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			go func() {
-				buf := make([]byte, 4096)
-				read := 0
-				for {
-					n, err := c.Read(buf)
-					if read += n; read > len(wire.Preamble) {
-						once.Do(func() { close(requested) })
-					}
-					if err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
-	// Two shards on one server: a replicated client's routing.
-	addr := ln.Addr().String()
-	// A BatchTimeout well past the 2 s the test allows, and short enough
+	silent := newSilentServer(t)
+	addr := silent.addr
+	// Two shards on one server: a replicated client's routing. A
+	// BatchTimeout well past the 2 s the test allows, and short enough
 	// for the batches left on the silent server to end soon after.
 	cl, err := client.New(client.Config{Servers: []string{addr}, Shards: 2, RF: 1, Linger: longLinger, BatchTimeout: 3 * time.Second})
 	require.NoError(t, err)
-	defer func() {
-		// Closed first, so that the batches in flight fail at once and
-		// cl.Close need not wait out their BatchTimeout.
-		_ = ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-		mu.Unlock()
-		_ = cl.Close()
-	}()
+	defer silent.closeBefore(cl)
 	layout, err := shard.New([]string{addr}, 2, 1, 0)
 	require.NoError(t, err)
 	keyOf := func(sh int) string {
@@ -206,11 +169,7 @@ func TestDoSharedHonoursItsContext(t *testing.T) {
 	go func() {
 		_ = cl.DoShared(first, []wire.Op{{Code: wire.OpGet, Key: k0}}, make([]wire.Result, 1))
 	}()
-	select { // shard 0's batch is in flight
-	case <-requested:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the first batch never reached the server")
-	}
+	silent.awaitRequest(t) // shard 0's batch is in flight
 
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
@@ -223,6 +182,105 @@ func TestDoSharedHonoursItsContext(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Less(t, time.Since(start), 2*time.Second, "a shared batch outlived its caller's context")
 	require.Equal(t, []wire.Result{{Status: wire.StatusUnknown}, {Status: wire.StatusUnavail}}, got)
+}
+
+// silentServer accepts connections, reads what comes, and never answers.
+type silentServer struct {
+	addr      string
+	ln        net.Listener
+	requested chan struct{} // closed once a request's bytes came
+	once      sync.Once
+	read      atomic.Int64 // bytes read, preambles included
+	mu        sync.Mutex
+	conns     []net.Conn
+}
+
+func newSilentServer(t *testing.T) *silentServer {
+	s := &silentServer{ln: listen(t, "127.0.0.1:0"), requested: make(chan struct{})}
+	s.addr = s.ln.Addr().String()
+	go func() {
+		for {
+			c, err := s.ln.Accept()
+			if err != nil {
+				return
+			}
+			s.mu.Lock()
+			s.conns = append(s.conns, c)
+			s.mu.Unlock()
+			go func() {
+				buf := make([]byte, 4096)
+				read := 0
+				for {
+					n, err := c.Read(buf)
+					s.read.Add(int64(n))
+					if read += n; read > len(wire.Preamble) {
+						s.once.Do(func() { close(s.requested) })
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return s
+}
+
+// awaitRequest waits until a request's bytes came.
+func (s *silentServer) awaitRequest(t *testing.T) {
+	t.Helper()
+	select {
+	case <-s.requested:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no request reached the silent server")
+	}
+}
+
+// closeBefore closes the listener and the connections, so that the calls
+// in flight fail at once, and then cl, which need not wait out their
+// BatchTimeout.
+func (s *silentServer) closeBefore(cl *client.Client) {
+	_ = s.ln.Close()
+	s.mu.Lock()
+	for _, c := range s.conns {
+		_ = c.Close()
+	}
+	s.mu.Unlock()
+	_ = cl.Close()
+}
+
+// TestDoSharedFullPartGoesAtOnce: a part of Config.MaxBatchOps ops or more
+// is sent at once, as DoInto sends it, even while a batch to its target
+// holds the one slot in flight, where a smaller part waits to share the
+// next batch.
+func TestDoSharedFullPartGoesAtOnce(t *testing.T) {
+	silent := newSilentServer(t)
+	// One batch in flight at most: a full batch of shared ops waits for
+	// the slot, which the batch in flight holds.
+	cl, err := client.New(client.Config{Servers: []string{silent.addr}, MaxBatchOps: 4, MaxInFlight: 1, Linger: longLinger, BatchTimeout: 3 * time.Second})
+	require.NoError(t, err)
+	defer silent.closeBefore(cl)
+	first, stopFirst := context.WithCancel(context.Background())
+	defer stopFirst()
+	go func() {
+		_ = cl.DoShared(first, []wire.Op{{Code: wire.OpGet, Key: "in-flight"}}, make([]wire.Result, 1))
+	}()
+	silent.awaitRequest(t)
+
+	send := func(n int) (sent bool) {
+		time.Sleep(50 * time.Millisecond) // what came before has been read
+		before := silent.read.Load()
+		ops := make([]wire.Op, n)
+		for i := range ops {
+			ops[i] = wire.Op{Code: wire.OpGet, Key: fmt.Sprintf("full%d-%d", n, i)}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		require.ErrorIs(t, cl.DoShared(ctx, ops, make([]wire.Result, n)), context.DeadlineExceeded)
+		return silent.read.Load() > before
+	}
+	require.False(t, send(3), "a part under MaxBatchOps did not wait to share the next batch") // the test's control
+	require.True(t, send(4), "a full part waited behind the batch in flight")
 }
 
 // TestDoSharedLargeValues: callers whose batches are each within the
