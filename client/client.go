@@ -34,6 +34,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/batchkv/batchkv/internal/autobatch"
 	"github.com/batchkv/batchkv/internal/coarsetimeout"
 	"github.com/batchkv/batchkv/ring"
 	"github.com/batchkv/batchkv/shard"
@@ -48,7 +49,7 @@ type Client struct {
 	cfg      Config
 	ring     *ring.Ring
 	members  atomic.Pointer[members]
-	batchers []*batcher // by server, or by shard when replicated
+	batchers []*autobatch.Batcher // by server, or by shard when replicated
 	// BatchTimeout and AttemptTimeout, without a timer per call.
 	batchTimeout, attemptTimeout *coarsetimeout.Timeout
 
@@ -109,7 +110,12 @@ func New(cfg Config) (*Client, error) {
 		targets = cfg.Shards
 	}
 	for i := range targets {
-		c.batchers = append(c.batchers, newBatcher(c, i))
+		c.batchers = append(c.batchers, autobatch.New(autobatch.Config{
+			MaxInFlight: c.cfg.MaxInFlight, MaxBatchOps: c.cfg.MaxBatchOps, Linger: c.cfg.Linger, Timeout: c.batchTimeout, Sends: &c.wg,
+			Send: func(ctx context.Context, ops []wire.Op, results []wire.Result) error {
+				return c.sendTo(ctx, i, ops, results)
+			},
+		}))
 	}
 	return c, nil
 }
@@ -138,7 +144,7 @@ func (c *Client) Close() error {
 		return nil
 	}
 	for _, b := range c.batchers {
-		b.flush()
+		b.Flush()
 	}
 	c.wg.Wait()
 	for _, s := range c.members.Load().conns {
@@ -329,25 +335,25 @@ func (c *Client) one(ctx context.Context, op wire.Op) (wire.Result, error) {
 	if c.closed.Load() {
 		return wire.Result{}, ErrClosed
 	}
-	done := make(chan outcome, 1)
+	done := make(chan autobatch.Outcome, 1)
 	target := c.route(op.Key)
-	c.batchers[target].add(ctx, op, done)
+	c.batchers[target].Add(ctx, op, done)
 	select {
 	case o := <-done:
-		if o.err == nil && o.shared && readRefused(&op, o.res) {
+		if o.Err == nil && o.Shared && autobatch.ReadRefused(&op, o.Res) {
 			// Other callers' gets took the values the batch could read:
 			// alone, it may fit (see DoShared).
 			res := make([]wire.Result, 1)
-			o.err = c.sendTo(ctx, target, []wire.Op{op}, res)
-			o.res = res[0]
+			o.Err = c.sendTo(ctx, target, []wire.Op{op}, res)
+			o.Res = res[0]
 		}
-		if o.err != nil {
-			return o.res, o.err
+		if o.Err != nil {
+			return o.Res, o.Err
 		}
-		if !o.res.Status.Decided() { // (a mismatch is an OpPutIf's answer, not an error)
-			return o.res, opError(op, o.res.Status)
+		if !o.Res.Status.Decided() { // (a mismatch is an OpPutIf's answer, not an error)
+			return o.Res, opError(op, o.Res.Status)
 		}
-		return o.res, nil
+		return o.Res, nil
 	case <-ctx.Done():
 		return wire.Result{}, ctx.Err()
 	}

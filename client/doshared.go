@@ -2,8 +2,8 @@ package client
 
 import (
 	"context"
-	"slices"
 
+	"github.com/batchkv/batchkv/internal/autobatch"
 	"github.com/batchkv/batchkv/wire"
 )
 
@@ -36,7 +36,7 @@ func (c *Client) DoShared(ctx context.Context, ops []wire.Op, results []wire.Res
 	if err := c.mayDo(ops, results); err != nil {
 		return err
 	}
-	valid, where := checked(ops, results)
+	valid, where := autobatch.Checked(ops, results)
 	if len(valid) == 0 {
 		return nil
 	}
@@ -49,14 +49,14 @@ func (c *Client) DoShared(ctx context.Context, ops []wire.Op, results []wire.Res
 			parts = append(parts, s)
 		}
 	}
-	done := make(chan runDone, len(parts))
+	done := make(chan autobatch.RunDone, len(parts))
 	for k, s := range parts {
 		lo, hi := sp.start[s], sp.start[s+1]
 		last := k == len(parts)-1 // goes from this goroutine, which waits anyway
 		if hi-lo >= c.cfg.MaxBatchOps {
 			// A full batch by itself gains nothing from sharing, and is
 			// sent as DoInto sends it, outside MaxInFlight.
-			alone := func() { done <- runDone{part: k, err: c.sendTo(ctx, s, sp.ops[lo:hi], subs[lo:hi])} }
+			alone := func() { done <- autobatch.RunDone{Part: k, Err: c.sendTo(ctx, s, sp.ops[lo:hi], subs[lo:hi])} }
 			if last {
 				alone()
 			} else {
@@ -64,7 +64,7 @@ func (c *Client) DoShared(ctx context.Context, ops []wire.Op, results []wire.Res
 			}
 			continue
 		}
-		c.batchers[s].addRun(ctx, &run{part: k, ops: sp.ops[lo:hi], dst: subs[lo:hi], done: done}, last)
+		c.batchers[s].AddRun(ctx, &autobatch.Run{Part: k, Ops: sp.ops[lo:hi], Dst: subs[lo:hi], Done: done}, last)
 	}
 	answered, err := c.awaitParts(ctx, sp, parts, subs, done)
 	// Each part's results go to its ops' places; those of a part not
@@ -92,36 +92,27 @@ func (c *Client) DoShared(ctx context.Context, ops []wire.Op, results []wire.Res
 // their results in subs, until every part is answered or ctx ends, and
 // sends again alone what a shared batch refused to read (resendTooLarge).
 // It returns which parts were answered, and the first error.
-func (c *Client) awaitParts(ctx context.Context, sp byTarget, parts []int, subs []wire.Result, done <-chan runDone) ([]bool, error) {
+func (c *Client) awaitParts(ctx context.Context, sp byTarget, parts []int, subs []wire.Result, done <-chan autobatch.RunDone) ([]bool, error) {
 	answered := make([]bool, len(parts))
 	var err error
 	for range parts {
-		var d runDone
+		var d autobatch.RunDone
 		select {
 		case d = <-done:
 		case <-ctx.Done():
 			return answered, ctx.Err()
 		}
-		answered[d.part] = true
-		if d.err == nil && d.shared {
-			s := parts[d.part]
+		answered[d.Part] = true
+		if d.Err == nil && d.Shared {
+			s := parts[d.Part]
 			lo, hi := sp.start[s], sp.start[s+1]
-			d.err = c.resendTooLarge(ctx, s, sp.ops[lo:hi], subs[lo:hi])
+			d.Err = c.resendTooLarge(ctx, s, sp.ops[lo:hi], subs[lo:hi])
 		}
-		if d.err != nil && err == nil {
-			err = d.err
+		if d.Err != nil && err == nil {
+			err = d.Err
 		}
 	}
 	return answered, err
-}
-
-// runDone is what a run's batch sends back: which part of the caller's
-// batch it was, the batch's error, and whether other callers' ops shared
-// the batch.
-type runDone struct {
-	part   int
-	err    error
-	shared bool
 }
 
 // resendTooLarge sends again, alone, the gets and conditional puts of
@@ -132,7 +123,7 @@ type runDone struct {
 // op of the caller on its key; a conditional put answered TooLarge was not
 // applied.
 func (c *Client) resendTooLarge(ctx context.Context, target int, part []wire.Op, res []wire.Result) error {
-	again := resendable(part, res)
+	again := autobatch.Resendable(part, res)
 	if len(again) == 0 {
 		return nil
 	}
@@ -146,56 +137,4 @@ func (c *Client) resendTooLarge(ctx context.Context, target int, part []wire.Op,
 		res[j] = out[n]
 	}
 	return err
-}
-
-// resendable returns the indexes of the ops of part that resendTooLarge
-// sends again: those readRefused, whose key no other op of part touches.
-func resendable(part []wire.Op, res []wire.Result) []int {
-	var again []int
-	for j := range part {
-		if readRefused(&part[j], res[j]) {
-			again = append(again, j)
-		}
-	}
-	if len(again) == 0 {
-		return nil
-	}
-	uses := make(map[string]int, len(part))
-	for j := range part {
-		uses[part[j].Key]++
-	}
-	return slices.DeleteFunc(again, func(j int) bool { return uses[part[j].Key] > 1 })
-}
-
-// readRefused says whether res is op's answer when the values its batch
-// read were over the server's cap (kvs/backend's Applier): a get or a
-// conditional put, not applied, answered StatusTooLarge.
-func readRefused(op *wire.Op, res wire.Result) bool {
-	return res.Status == wire.StatusTooLarge && (op.Code == wire.OpGet || op.Code == wire.OpPutIf)
-}
-
-// checked answers each op of ops that fails wire.Op.Check with its status
-// in results, and returns the others; where maps their indexes to ops',
-// and is nil when every op passed.
-func checked(ops []wire.Op, results []wire.Result) (valid []wire.Op, where []int32) {
-	for i := range ops {
-		st := ops[i].Check()
-		if st == wire.StatusOK {
-			if where != nil {
-				valid, where = append(valid, ops[i]), append(where, int32(i))
-			}
-			continue
-		}
-		results[i] = wire.Result{Status: st}
-		if where == nil {
-			valid, where = slices.Clone(ops[:i]), make([]int32, i, len(ops))
-			for j := range i {
-				where[j] = int32(j)
-			}
-		}
-	}
-	if where == nil {
-		return ops, nil
-	}
-	return valid, where
 }

@@ -1,4 +1,7 @@
-package client
+// Package autobatch is the client's auto-batcher: ops and runs of ops
+// from concurrent callers coalesce into batches for one target (a server,
+// or a shard when replicated), sent by a function the client gives it.
+package autobatch
 
 import (
 	"context"
@@ -6,11 +9,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/batchkv/batchkv/internal/coarsetimeout"
 	"github.com/batchkv/batchkv/wire"
 )
 
-// batcher coalesces single ops from concurrent callers into batches for one
-// server (or, in a replicated cluster, one shard).
+// Batcher coalesces single ops from concurrent callers into batches for one
+// target: a server, or in a replicated cluster a shard.
 //
 // Invariants: ops from one caller reach the server in the order the caller
 // issued them, because a caller waits for each op's result before issuing
@@ -30,15 +34,14 @@ import (
 // op, the obvious alternative, made each lone Get wait 100µs for callers
 // who never came.
 //
-// A run of one caller's ops (addRun: a part of Client.DoShared) is queued
+// A run of one caller's ops (AddRun: a part of client.DoShared) is queued
 // the same way, as a whole and in its order, with one waiter for the run.
 //
 // The other obvious alternative, one goroutine per server that owns the
 // pending batch and receives ops on a channel, costs a channel send and a
 // goroutine switch per op; a mutex held for an append costs less.
-type batcher struct {
-	c        *Client
-	server   int           // or shard
+type Batcher struct {
+	cfg      Config
 	inflight chan struct{} // semaphore of MaxInFlight slots
 
 	mu      sync.Mutex
@@ -57,6 +60,20 @@ const maxPendingBytes = 16 << 20
 // opBytes is what op adds to a batch's request, about.
 func opBytes(op *wire.Op) int { return len(op.Key) + len(op.Value) + len(op.Expect) + 8 }
 
+// Config is a Batcher's settings, and how it sends.
+type Config struct {
+	MaxInFlight int           // batches in flight at most
+	MaxBatchOps int           // the size at which a pending batch goes
+	Linger      time.Duration // the longest an op waits behind batches in flight
+	// Timeout bounds each batch sent (coarsely: package coarsetimeout).
+	Timeout *coarsetimeout.Timeout
+	// Sends counts every batch from its taking until its answer is
+	// handed out, so that a client's Close can wait for them.
+	Sends *sync.WaitGroup
+	// Send sends a batch and fills its results.
+	Send func(ctx context.Context, ops []wire.Op, results []wire.Result) error
+}
+
 // fits says whether n more ops of size bytes (opBytes) may join a pending
 // batch of ops ops and size pending without taking it past
 // wire.MaxBatchOps or maxPendingBytes; an empty batch takes any.
@@ -64,44 +81,54 @@ func fits(ops, pending, n, size int) bool {
 	return ops == 0 || (ops+n <= wire.MaxBatchOps && pending+size <= maxPendingBytes)
 }
 
-type outcome struct {
-	res    wire.Result
-	err    error
-	shared bool // other callers' ops were in its batch
+// Outcome is what became of one op (Add).
+type Outcome struct {
+	Res    wire.Result
+	Err    error // the batch's
+	Shared bool  // other callers' ops were in its batch
+}
+
+// Run is a run of one caller's ops (AddRun; a part of client.DoShared):
+// their results go to Dst, then what became of their batch to Done.
+type Run struct {
+	Part int // which part of the caller's batch
+	Ops  []wire.Op
+	Dst  []wire.Result
+	Done chan<- RunDone
+}
+
+// RunDone is what became of a Run's batch: the Run's Part, the batch's
+// error, and whether other callers' ops shared the batch.
+type RunDone struct {
+	Part   int
+	Err    error
+	Shared bool
 }
 
 // waiter is where the results of a pending batch's ops go: one op's
-// outcome on one (add), or a run's (addRun).
+// outcome on one (Add), or a run's (AddRun).
 type waiter struct {
-	one chan outcome
-	run *run
-}
-
-// run is a run of one caller's ops (a part of Client.DoShared): their
-// results go to dst, then what became of their batch to done.
-type run struct {
-	part int // which part of the caller's batch
-	ops  []wire.Op
-	dst  []wire.Result
-	done chan<- runDone
+	one chan Outcome
+	run *Run
 }
 
 // len is how many of the batch's ops w waits for.
 func (w waiter) len() int {
 	if w.run != nil {
-		return len(w.run.ops)
+		return len(w.run.Ops)
 	}
 	return 1
 }
 
-func newBatcher(c *Client, server int) *batcher {
-	return &batcher{c: c, server: server, inflight: make(chan struct{}, c.cfg.MaxInFlight)}
+// New returns a Batcher of cfg.
+func New(cfg Config) *Batcher {
+	return &Batcher{cfg: cfg, inflight: make(chan struct{}, cfg.MaxInFlight)}
 }
 
-// add queues op; its outcome is sent on done, which must have room for it.
-// When op finds nothing in flight, add sends it at once from the calling
+// Add queues op; its outcome is sent on done, which must have room for it.
+// When op finds nothing in flight, Add sends it at once from the calling
 // goroutine, and returns once its outcome is on done.
-func (b *batcher) add(ctx context.Context, op wire.Op, done chan outcome) {
+func (b *Batcher) Add(ctx context.Context, op wire.Op, done chan Outcome) {
 	b.mu.Lock()
 	n := opBytes(&op)
 	if !fits(len(b.ops), b.bytes, 1, n) {
@@ -113,26 +140,26 @@ func (b *batcher) add(ctx context.Context, op wire.Op, done chan outcome) {
 	b.queuedLocked(ctx, 1, true)
 }
 
-// addRun queues r's ops, which go in one batch and in their order; their
-// results are written to r.dst and then what became of the batch is sent
-// on r.done, which must have room for it. When the ops find nothing in
+// AddRun queues r's ops, which go in one batch and in their order; their
+// results are written to r.Dst and then what became of the batch is sent
+// on r.Done, which must have room for it. When the ops find nothing in
 // flight, they are sent at once, under ctx: from the calling goroutine if
-// inline (addRun returns once r.done has its answer), else from a
+// inline (AddRun returns once r.Done has its answer), else from a
 // goroutine of their own. Ops that would take the pending batch past
 // wire.MaxBatchOps or maxPendingBytes go in the next one.
-func (b *batcher) addRun(ctx context.Context, r *run, inline bool) {
+func (b *Batcher) AddRun(ctx context.Context, r *Run, inline bool) {
 	n := 0
-	for i := range r.ops {
-		n += opBytes(&r.ops[i])
+	for i := range r.Ops {
+		n += opBytes(&r.Ops[i])
 	}
 	b.mu.Lock()
-	if !fits(len(b.ops), b.bytes, len(r.ops), n) {
+	if !fits(len(b.ops), b.bytes, len(r.Ops), n) {
 		b.sendLocked()
 	}
-	b.ops = append(b.ops, r.ops...)
+	b.ops = append(b.ops, r.Ops...)
 	b.bytes += n
 	b.waits = append(b.waits, waiter{run: r})
-	b.queuedLocked(ctx, len(r.ops), inline)
+	b.queuedLocked(ctx, len(r.Ops), inline)
 }
 
 // queuedLocked sends the pending batch, to which the caller just added n
@@ -140,7 +167,7 @@ func (b *batcher) addRun(ctx context.Context, r *run, inline bool) {
 // then it unlocks mu. A batch that finds nothing in flight holds only the
 // caller's ops, and goes at once under the caller's ctx: from the calling
 // goroutine if inline.
-func (b *batcher) queuedLocked(ctx context.Context, n int, inline bool) {
+func (b *Batcher) queuedLocked(ctx context.Context, n int, inline bool) {
 	switch {
 	case b.sending == 0 && inline:
 		ops, waits := b.takeLocked()
@@ -150,16 +177,16 @@ func (b *batcher) queuedLocked(ctx context.Context, n int, inline bool) {
 	case b.sending == 0:
 		ops, waits := b.takeLocked()
 		go b.send(ctx, ops, waits)
-	case len(b.ops) >= b.c.cfg.MaxBatchOps:
+	case len(b.ops) >= b.cfg.MaxBatchOps:
 		b.sendLocked()
 	case len(b.ops) == n:
-		b.timer = time.AfterFunc(b.c.cfg.Linger, b.flush)
+		b.timer = time.AfterFunc(b.cfg.Linger, b.Flush)
 	}
 	b.mu.Unlock()
 }
 
-// flush sends the pending batch, if any.
-func (b *batcher) flush() {
+// Flush sends the pending batch, if any.
+func (b *Batcher) Flush() {
 	b.mu.Lock()
 	if len(b.ops) > 0 {
 		b.sendLocked()
@@ -168,14 +195,14 @@ func (b *batcher) flush() {
 }
 
 // sendLocked sends the pending batch from a goroutine of its own.
-func (b *batcher) sendLocked() {
+func (b *Batcher) sendLocked() {
 	ops, waits := b.takeLocked()
 	go b.send(context.Background(), ops, waits)
 }
 
 // takeLocked takes the pending batch for sending, counts it in flight and
 // disarms the linger timer.
-func (b *batcher) takeLocked() ([]wire.Op, []waiter) {
+func (b *Batcher) takeLocked() ([]wire.Op, []waiter) {
 	if b.timer != nil {
 		b.timer.Stop()
 		b.timer = nil
@@ -183,13 +210,13 @@ func (b *batcher) takeLocked() ([]wire.Op, []waiter) {
 	ops, waits := b.ops, b.waits
 	b.ops, b.waits, b.bytes = nil, nil, 0
 	b.sending++
-	b.c.wg.Add(1)
+	b.cfg.Sends.Add(1)
 	return ops, waits
 }
 
 // answered counts a batch answered, and sends the batch that gathered
 // meanwhile, if any.
-func (b *batcher) answered() {
+func (b *Batcher) answered() {
 	b.mu.Lock()
 	b.sending--
 	if len(b.ops) > 0 {
@@ -201,14 +228,14 @@ func (b *batcher) answered() {
 // send sends a batch and hands each op's outcome to its waiter. parent is
 // the caller's context for a batch of one caller's ops sent from its own
 // goroutine, and context.Background for a batch of several callers'.
-func (b *batcher) send(parent context.Context, ops []wire.Op, waits []waiter) {
-	defer b.c.wg.Done()
+func (b *Batcher) send(parent context.Context, ops []wire.Op, waits []waiter) {
+	defer b.cfg.Sends.Done()
 	b.inflight <- struct{}{}
 	defer func() { <-b.inflight }()
-	ctx, cancel := b.c.batchTimeout.Within(parent)
+	ctx, cancel := b.cfg.Timeout.Within(parent)
 	defer cancel()
 	results := make([]wire.Result, len(ops))
-	err := b.c.sendTo(ctx, b.server, ops, results)
+	err := b.cfg.Send(ctx, ops, results)
 	b.answered()
 	at := 0
 	for _, w := range waits {
@@ -216,10 +243,10 @@ func (b *batcher) send(parent context.Context, ops []wire.Op, waits []waiter) {
 			r := results[at]
 			// Values alias the whole reply; a caller may keep one for long.
 			r.Value = strings.Clone(r.Value)
-			w.one <- outcome{res: r, err: err, shared: len(waits) > 1}
+			w.one <- Outcome{Res: r, Err: err, Shared: len(waits) > 1}
 		} else {
-			copy(w.run.dst, results[at:])
-			w.run.done <- runDone{part: w.run.part, err: err, shared: len(waits) > 1}
+			copy(w.run.Dst, results[at:])
+			w.run.Done <- RunDone{Part: w.run.Part, Err: err, Shared: len(waits) > 1}
 		}
 		at += w.len()
 	}

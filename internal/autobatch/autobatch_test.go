@@ -1,4 +1,4 @@
-package client
+package autobatch
 
 import (
 	"testing"
@@ -43,6 +43,6 @@ func TestResendable(t *testing.T) {
 		{Code: wire.OpPut, Key: "big", Value: "x"},               // 7: TooLarge but a put
 	}
 	res := []wire.Result{tooLarge, tooLarge, ok, tooLarge, ok, tooLarge, tooLarge, tooLarge}
-	require.Equal(t, []int{0, 3}, resendable(part, res))
-	require.Empty(t, resendable(part[4:5], res[4:5]))
+	require.Equal(t, []int{0, 3}, Resendable(part, res))
+	require.Empty(t, Resendable(part[4:5], res[4:5]))
 }
