@@ -202,8 +202,9 @@ const (
 	// (docs/results.md, "Heap growth and page faults").
 	logCacheEntries = 1024
 	// maxAppendEntries is how many entries go in one AppendEntries RPC and
-	// one disk write: the group commit of concurrent batches.
-	maxAppendEntries = 256
+	// one disk write: the group commit of concurrent batches. A peer's
+	// message may hold no more (transport.DefaultLimits).
+	maxAppendEntries = transport.MaxAppendEntries
 	// barrierTimeout bounds a new leader's wait for its first barrier,
 	// after which it serves reads.
 	barrierTimeout = 10 * time.Second

@@ -37,8 +37,9 @@ func (a raftAddr) String() string  { return string(a) }
 // concurrent use.
 type Stream struct {
 	*handoff.Listener
-	shard uint32
-	dial  DialFunc
+	shard  uint32
+	dial   DialFunc
+	limits Limits
 	// heard holds, per peer address dialled, when a connection to it
 	// last read a byte (unix nanoseconds, an *atomic.Int64): a peer whose
 	// answers are lost (a one-way partition) falls silent here before
@@ -74,10 +75,21 @@ func (s *Stream) HeardFrom(addr string) (at time.Time, ok bool) {
 // NewStream returns the stream of shard, on the server whose advertised
 // address (its Raft server ID) is self; it dials peers with dial.
 func NewStream(shard int, self string, dial DialFunc) *Stream {
-	return &Stream{Listener: handoff.New(raftAddr(self)), shard: uint32(shard), dial: dial}
+	return &Stream{Listener: handoff.New(raftAddr(self)), shard: uint32(shard), dial: dial, limits: DefaultLimits}
 }
 
-// Dial implements raft.StreamLayer.
+// Accept implements raft.StreamLayer: the next connection offered, its
+// requests checked against DefaultLimits.
+func (s *Stream) Accept() (net.Conn, error) {
+	c, err := s.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return GuardRequests(c, s.limits), nil
+}
+
+// Dial implements raft.StreamLayer; the answers read from the connection
+// are checked against DefaultLimits.
 func (s *Stream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	c, err := s.dial(string(addr), timeout)
 	if err != nil {
@@ -93,7 +105,7 @@ func (s *Stream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn,
 	}
 	_ = c.SetWriteDeadline(time.Time{})
 	v, _ := s.heard.LoadOrStore(string(addr), &atomic.Int64{})
-	return heardConn{Conn: c, at: v.(*atomic.Int64)}, nil
+	return GuardAnswers(heardConn{Conn: c, at: v.(*atomic.Int64)}, s.limits), nil
 }
 
 // ReadShard reads the shard number that follows Preamble from a

@@ -1,0 +1,48 @@
+package transport
+
+import (
+	"fmt"
+	"io"
+	"net"
+)
+
+// guardedConn is a Raft connection whose reads pass a scanner: bytes that
+// break its Limits never reach hashicorp/raft, and the read that holds
+// them fails, which makes Raft close the connection.
+type guardedConn struct {
+	net.Conn
+	scan *scanner
+	err  error
+}
+
+// GuardRequests returns c, a connection the server accepted, with every
+// request read from it checked against lim.
+func GuardRequests(c net.Conn, lim Limits) net.Conn {
+	return &guardedConn{Conn: c, scan: newScanner(lim, true)}
+}
+
+// GuardAnswers returns c, a connection the server dialled, with every
+// answer read from it checked against lim.
+func GuardAnswers(c net.Conn, lim Limits) net.Conn {
+	return &guardedConn{Conn: c, scan: newScanner(lim, false)}
+}
+
+// Read implements net.Conn.
+func (c *guardedConn) Read(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	if c.scan.ended() {
+		return 0, io.EOF
+	}
+	n, err := c.Conn.Read(p)
+	m, serr := c.scan.scan(p[:n])
+	if serr != nil {
+		c.err = fmt.Errorf("from %s: %w", c.RemoteAddr(), serr)
+		return 0, c.err
+	}
+	if m < n || (c.scan.ended() && err == nil) {
+		return m, nil
+	}
+	return n, err
+}
