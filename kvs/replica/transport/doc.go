@@ -10,6 +10,11 @@
 //	t := transport.NewNetwork(s, transport.NewRaftLogger(log))
 //	// the accept loop: s.Offer(conn)
 //
+// Every connection a Stream accepts or dials is guarded: each Raft message
+// read from it is checked against Limits (lengths, element counts,
+// nesting, the shapes hashicorp/raft sends) before Raft decodes it, since
+// its decoder allocates what a length claims before the bytes arrive.
+//
 // A Stream notes when each peer it dialled last answered (HeardFrom),
 // which the silence watcher of package leadership reads. The logger
 // passes Raft's warnings and errors to slog, and logs at debug level the
