@@ -50,5 +50,5 @@ func (s *Server) serveRPCOverHTTP(w http.ResponseWriter, req *http.Request) {
 		_ = conn.Close()
 		return
 	}
-	s.serveCodec(pc.st, gobrpc.NewServerCodec(conn, s.limits.MaxGobMessage))
+	s.serveCodec(pc.st, gobrpc.NewServerCodec(conn, s.limits.MaxGobMessage, s.limits.MaxGobTypes))
 }

@@ -13,7 +13,8 @@ import (
 )
 
 // ErrTooLarge says a gob message announced more bytes than the limit, or
-// a length that cannot be read.
+// a length that cannot be read, or that a connection's type definitions
+// passed theirs.
 var ErrTooLarge = errors.New("kvs: gob message over the limit")
 
 // codec is an rpc.ServerCodec with gob encoding whose messages are
@@ -29,11 +30,13 @@ type codec struct {
 // NewServerCodec returns a net/rpc server codec with gob encoding over
 // rwc that refuses a message announcing more than maxMessage bytes before
 // reading, or allocating for, any of it (net/rpc's own gob codec reads
-// whatever length a message announces). A refused message ends the
-// connection with an error that wraps ErrTooLarge.
-func NewServerCodec(rwc io.ReadWriteCloser, maxMessage int) rpc.ServerCodec {
+// whatever length a message announces), and a type definition that takes
+// the connection's past maxTypes bytes (the decoder keeps them all). A
+// refused message ends the connection with an error that wraps
+// ErrTooLarge.
+func NewServerCodec(rwc io.ReadWriteCloser, maxMessage, maxTypes int) rpc.ServerCodec {
 	w := bufio.NewWriter(rwc)
-	r := &limitReader{r: bufio.NewReader(rwc), max: uint64(maxMessage)}
+	r := &limitReader{r: bufio.NewReader(rwc), max: uint64(maxMessage), typesLeft: uint64(maxTypes)}
 	return &codec{rwc: rwc, dec: gob.NewDecoder(r), enc: gob.NewEncoder(w), encBuf: w}
 }
 
@@ -76,37 +79,61 @@ func (c *codec) Close() error {
 // message boundary it reads the message's length (gob's unsigned integer
 // encoding: one byte below 0x80, else a byte holding minus the count of
 // big-endian bytes that follow) and refuses a message over max before the
-// decoder sees, and allocates for, any of it.
+// decoder sees, and allocates for, any of it. A message that defines a
+// type (its type id, the integer after the length, is negative: gob's
+// signed integers keep the sign in the low bit) is counted against
+// typesLeft.
 type limitReader struct {
-	r    *bufio.Reader
-	max  uint64
-	left uint64 // bytes of the current message, its length included, not yet passed on
+	r         *bufio.Reader
+	max       uint64
+	typesLeft uint64 // bytes of type definitions the connection may still send
+	left      uint64 // bytes of the current message, its length included, not yet passed on
+}
+
+// readUint peeks at gob's unsigned integer that starts off bytes ahead,
+// and returns it and its length.
+func (l *limitReader) readUint(off int) (v uint64, n int, err error) {
+	b, err := l.r.Peek(off + 1)
+	if err != nil {
+		return 0, 0, err
+	}
+	if b[off] < 0x80 {
+		return uint64(b[off]), 1, nil
+	}
+	k := -int(int8(b[off]))
+	if k < 1 || k > 8 {
+		return 0, 0, fmt.Errorf("%w: malformed integer", ErrTooLarge)
+	}
+	hb, err := l.r.Peek(off + 1 + k)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, x := range hb[off+1:] {
+		v = v<<8 | uint64(x)
+	}
+	return v, 1 + k, nil
 }
 
 func (l *limitReader) Read(p []byte) (int, error) {
 	if l.left == 0 {
-		b, err := l.r.Peek(1)
+		count, head, err := l.readUint(0)
 		if err != nil {
 			return 0, err
 		}
-		head, count := 1, uint64(b[0])
-		if b[0] >= 0x80 {
-			k := -int(int8(b[0]))
-			if k < 1 || k > 8 {
-				return 0, fmt.Errorf("%w: malformed message length", ErrTooLarge)
-			}
-			hb, err := l.r.Peek(1 + k)
+		if count > l.max {
+			return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, count, l.max)
+		}
+		if count > 0 {
+			id, _, err := l.readUint(head)
 			if err != nil {
 				return 0, err
 			}
-			count = 0
-			for _, x := range hb[1:] {
-				count = count<<8 | uint64(x)
+			if id&1 == 1 {
+				if count > l.typesLeft {
+					return 0, fmt.Errorf("%w: type definitions past %d bytes on one connection", ErrTooLarge, l.typesLeft)
+				}
+				l.typesLeft -= count
 			}
-			head = 1 + k
-		}
-		if count > l.max {
-			return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, count, l.max)
 		}
 		l.left = uint64(head) + count
 	}

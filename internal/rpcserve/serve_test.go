@@ -64,7 +64,7 @@ func start(t *testing.T, d *direct) *rpc.Client {
 			return
 		}
 		quick := func(args any) bool { return args.(*Args).A >= 0 } // a negative A hands the reading on
-		rpcserve.Serve(srv, gobrpc.NewServerCodec(conn, 1<<20), quick, d.serve)
+		rpcserve.Serve(srv, gobrpc.NewServerCodec(conn, 1<<20, 1<<20), quick, d.serve)
 	}()
 	conn, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {

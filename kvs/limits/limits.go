@@ -68,6 +68,11 @@ type Limits struct {
 	// course skeleton's Get and Put, the admin RPCs), enforced before it
 	// is read. Default 4 MiB: a legacy Put of the largest value fits.
 	MaxGobMessage int
+	// MaxGobTypes caps the bytes of type definitions one connection of the
+	// same path may send: a gob decoder keeps every type it is sent for
+	// the connection's life, about five times their bytes. Default 1 MiB;
+	// a net/rpc client sends a few hundred bytes of them.
+	MaxGobTypes int
 	// DigestEvery is how often a caller without a node certificate may ask
 	// for content digests (a full scan of every shard). Default 1 s.
 	DigestEvery time.Duration
@@ -94,6 +99,7 @@ func Default() Limits {
 		RequestBudget:     16 << 20,
 		ConnRequestBudget: 16 << 20,
 		MaxGobMessage:     4 << 20,
+		MaxGobTypes:       1 << 20,
 		DigestEvery:       time.Second,
 	}
 }
@@ -107,7 +113,7 @@ func (l Limits) WithDefaults() (Limits, error) {
 	d := Default()
 	if l.MaxConns < 0 || l.MaxConnsPerHost < 0 || l.IdleTimeout < 0 || l.WriteTimeout < 0 || l.StallTimeout < 0 ||
 		l.MaxInFlight < 0 || l.ReplyBudget < 0 || l.ConnReplyBudget < 0 ||
-		l.RequestBudget < 0 || l.ConnRequestBudget < 0 || l.MaxGobMessage < 0 || l.DigestEvery < 0 {
+		l.RequestBudget < 0 || l.ConnRequestBudget < 0 || l.MaxGobMessage < 0 || l.MaxGobTypes < 0 || l.DigestEvery < 0 {
 		return l, ErrNegative
 	}
 	fill := func(v *int, def int) {
@@ -119,6 +125,7 @@ func (l Limits) WithDefaults() (Limits, error) {
 	fill(&l.MaxConnsPerHost, d.MaxConnsPerHost)
 	fill(&l.MaxInFlight, d.MaxInFlight)
 	fill(&l.MaxGobMessage, d.MaxGobMessage)
+	fill(&l.MaxGobTypes, d.MaxGobTypes)
 	for _, f := range []struct{ v, def *time.Duration }{
 		{&l.IdleTimeout, &d.IdleTimeout}, {&l.WriteTimeout, &d.WriteTimeout}, {&l.StallTimeout, &d.StallTimeout},
 		{&l.DigestEvery, &d.DigestEvery},

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"bufio"
 	"bytes"
 	"testing"
 	"time"
@@ -83,4 +84,88 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// FuzzGuardStream: a stream of requests (or of answers) read as
+// hashicorp/raft reads it, through one bufio reader and one decoder, each
+// request's type byte read from the bufio reader: every message the
+// decoder reads ends where the scanner saw it end.
+func FuzzGuardStream(f *testing.F) {
+	hdr := raft.RPCHeader{ProtocolVersion: 3, ID: []byte("a"), Addr: []byte("b")}
+	for _, v := range []any{&raft.RequestVoteRequest{RPCHeader: hdr, Term: 300, LastLogIndex: 1 << 40, LastLogTerm: 70000},
+		&raft.AppendEntriesResponse{RPCHeader: hdr, Term: 1, LastLog: 200},
+		map[string]any{"Term": 1, "X": []any{nil, map[string]any{"a": 1.5}}}} {
+		b, err := codecBytes(v)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(false, append(append(append([]byte{}, b...), 0x01), b...))
+		f.Add(true, append(append([]byte{0xa0}, b...), b...))
+	}
+	f.Fuzz(func(t *testing.T, answers bool, in []byte) {
+		if !answers {
+			in = append([]byte{1}, in...)
+		}
+		s := newScanner(DefaultLimits, !answers)
+		var ends []int
+		for i := range in {
+			if _, err := s.scan(in[i : i+1]); err != nil {
+				in = in[:i] // Raft never sees byte i
+				break
+			}
+			if (answers && s.state == stToken && len(s.stack) == 0 && s.msg == 0) || (!answers && s.state == stType) {
+				ends = append(ends, i+1)
+			}
+			if s.state == stData || s.state == stEnd {
+				return
+			}
+		}
+		cr := &countingReader{r: bytes.NewReader(in)}
+		br := bufio.NewReaderSize(cr, 16)
+		dec := codec.NewDecoder(br, &codec.MsgpackHandle{})
+		for k := 0; ; k++ {
+			var v any
+			if answers {
+				v = new(string)
+				if k%2 == 1 {
+					v = &raft.AppendEntriesResponse{}
+				}
+			} else {
+				rt, err := br.ReadByte()
+				if err != nil {
+					return
+				}
+				switch rt {
+				case 0:
+					v = &raft.AppendEntriesRequest{}
+				case 1:
+					v = &raft.RequestVoteRequest{}
+				case 3:
+					v = &raft.TimeoutNowRequest{}
+				case 4:
+					v = &raft.RequestPreVoteRequest{}
+				default:
+					return
+				}
+			}
+			if err := dec.Decode(v); err != nil {
+				return
+			}
+			if at := cr.n - br.Buffered(); k >= len(ends) || ends[k] != at {
+				t.Fatalf("message %d: the decoder ended at %d, the scanner at %v", k, at, ends)
+			}
+		}
+	})
+}
+
+// countingReader counts the bytes read from it.
+type countingReader struct {
+	r *bytes.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
 }

@@ -24,8 +24,11 @@ const MaxAppendEntries = 256
 type Limits struct {
 	// MaxItems caps the elements of one array and the pairs of one map.
 	MaxItems int64
-	// MaxBytes caps one string, binary or extension value.
+	// MaxBytes caps an entry's data: a string or binary value of a key
+	// Data.
 	MaxBytes int64
+	// MaxField caps every other string, binary or extension value.
+	MaxField int64
 	// MaxDepth caps how deeply arrays and maps nest.
 	MaxDepth int
 	// MaxMessage caps the bytes of one message, not counting the data of
@@ -37,15 +40,29 @@ type Limits struct {
 // (time.Time's binary form), msgpack's timestamps 4, 8 or 12.
 const maxTimeBytes = 32
 
+// maxKeyBytes caps a map key. go-msgpack finds a struct's field by
+// searching its packed table of names for the key, so a key that copies
+// part of the table (names, separators and index bytes) would decode into
+// another field than its text names; a key is therefore ASCII below 0x80,
+// 1 to 32 bytes, and the longest of hashicorp/raft's field names is 18.
+const maxKeyBytes = 32
+
 // DefaultLimits are what every shard's transport enforces. An entry's data
 // is one shard's part of a request, so at most a frame
-// (wire.MaxFrameBytes); the structs of hashicorp/raft's RPCs have a dozen
-// fields and nest three deep (request, Entries, entry).
+// (wire.MaxFrameBytes); a configuration of a thousand servers is some tens
+// of KiB; the structs of hashicorp/raft's RPCs have a dozen fields and
+// nest three deep (request, Entries, entry).
+//
+// go-msgpack grows a large value 256 KiB at a time and copies it at each
+// step, so decoding a value of n bytes copies about n*n/512 KiB: 8 GiB
+// for a full frame. That is hashicorp/raft's cost for an honest entry as
+// well, and why only a key Data may be long.
 var DefaultLimits = Limits{
 	MaxItems:   MaxAppendEntries,
-	MaxBytes:   2 * wire.MaxFrameBytes,
+	MaxBytes:   wire.MaxFrameBytes + 1<<20,
+	MaxField:   1 << 20,
 	MaxDepth:   8,
-	MaxMessage: MaxAppendEntries*(2*wire.MaxFrameBytes+1<<10) + 1<<20,
+	MaxMessage: MaxAppendEntries*(wire.MaxFrameBytes+2<<20) + 1<<20,
 }
 
 // ErrRefused is wrapped by the error that a guarded connection's Read

@@ -26,20 +26,20 @@ type scanner struct {
 	requests bool // an accepted connection: type bytes, snapshots
 
 	state   scanState
-	first   byte     // the token's first byte
-	hdr     [9]byte  // its header bytes after the first
-	hlen    int      // of hdr, gathered
-	hneed   int      // of hdr, needed
-	skip    int64    // payload bytes left (or a snapshot's data)
-	stack   []level  // the arrays and maps the next token is in
-	msg     int64    // bytes of the current message so far
-	rpc     byte     // the current request's type
-	key     [16]byte // the map key being read, if it fits
-	keyLen  int      // of key, bytes read; -1 for a longer key
-	role    keyRole  // what the key just read makes of the next value
-	size    int64    // an InstallSnapshot request's Size
-	valRole keyRole  // the role of the value whose payload is being read
-	kind    byte     // the kind of the token being read
+	first   byte              // the token's first byte
+	hdr     [9]byte           // its header bytes after the first
+	hlen    int               // of hdr, gathered
+	hneed   int               // of hdr, needed
+	skip    int64             // payload bytes left (or a snapshot's data)
+	stack   []level           // the arrays and maps the next token is in
+	msg     int64             // bytes of the current message so far
+	rpc     byte              // the current request's type
+	key     [maxKeyBytes]byte // the map key being read
+	keyLen  int               // of key, bytes read
+	role    keyRole           // what the key just read makes of the next value
+	size    int64             // an InstallSnapshot request's Size
+	valRole keyRole           // the role of the value whose payload is being read
+	kind    byte              // the kind of the token being read
 }
 
 type scanState uint8
@@ -67,6 +67,7 @@ const (
 	roleKey          // the token is a map key
 	roleTime         // the value is a time
 	roleSize         // the value is an InstallSnapshot's Size
+	roleData         // the value is an entry's data
 )
 
 // Token kinds.
@@ -134,7 +135,12 @@ func (s *scanner) scan(p []byte) (int, error) {
 			if err = s.count(int64(n)); err != nil {
 				break
 			}
-			if s.valRole == roleKey && s.keyLen >= 0 {
+			if s.valRole == roleKey {
+				for _, c := range p[i : i+n] {
+					if c >= 0x80 {
+						return i, refuse("a map key with byte 0x%02x", c)
+					}
+				}
 				s.keyLen += copy(s.key[s.keyLen:], p[i:i+n])
 			}
 			s.skip -= int64(n)
@@ -342,17 +348,18 @@ func (s *scanner) endHeader() error {
 // payload starts a value's n bytes.
 func (s *scanner) payload(n int64) error {
 	switch {
-	case n > s.lim.MaxBytes:
-		return refuse("a value of %d bytes, over %d", n, s.lim.MaxBytes)
+	case s.valRole == roleKey && (n == 0 || n > maxKeyBytes):
+		return refuse("a map key of %d bytes", n)
+	case s.valRole == roleData && n > s.lim.MaxBytes:
+		return refuse("an entry's data of %d bytes, over %d", n, s.lim.MaxBytes)
+	case s.valRole != roleData && s.valRole != roleKey && n > s.lim.MaxField:
+		return refuse("a value of %d bytes, over %d", n, s.lim.MaxField)
 	case s.msg+n > s.lim.MaxMessage:
 		return refuse("a value of %d bytes in a message over %d bytes", n, s.lim.MaxMessage)
 	case s.valRole == roleTime && n > maxTimeBytes:
 		return refuse("a time of %d bytes", n)
 	}
 	s.keyLen = 0
-	if n > int64(len(s.key)) {
-		s.keyLen = -1
-	}
 	s.skip = n
 	if n == 0 {
 		return s.endPayload()
@@ -366,11 +373,9 @@ func (s *scanner) endPayload() error {
 	s.state = stToken
 	if s.valRole == roleKey {
 		s.role = roleNone
-		key := ""
-		if s.keyLen >= 0 {
-			key = string(s.key[:s.keyLen])
-		}
-		switch {
+		switch key := string(s.key[:s.keyLen]); {
+		case key == "Data":
+			s.role = roleData
 		case key == "AppendedAt":
 			s.role = roleTime
 		case key == "Size" && len(s.stack) == 1 && s.requests && s.rpc == rpcInstallSnapshot:
