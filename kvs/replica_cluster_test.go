@@ -22,6 +22,14 @@ func newReplCluster(t *testing.T, n, rf, shards int, opts ...clustertest.Option)
 	return &replCluster{Cluster: clustertest.New(t, n, rf, shards, opts...), t: t}
 }
 
+// anyDigests lets a plaintext caller have content digests as often as it
+// asks (at most every millisecond): a restarted server's self check asks
+// its peers for one every 1.1 s, and with the default of one a second a
+// test that polls digests competes with it and may not get one for long.
+func anyDigests() clustertest.Option {
+	return clustertest.WithConfig(func(_ int, cfg *kvs.Config) { cfg.Limits.DigestEvery = time.Millisecond })
+}
+
 // plantStaleReads plants the stale-read bug in every server when on
 // (kvs.SetStaleReadsForTest).
 func plantStaleReads(on bool) clustertest.Option {

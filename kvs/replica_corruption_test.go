@@ -149,7 +149,7 @@ func corruptionTrial(t *testing.T, cc corruptionCase, leaderVictim bool) corrupt
 	if cc.snapshots {
 		timing.SnapshotThreshold, timing.TrailingLogs, timing.SnapshotInterval = 2, 4, 50*time.Millisecond
 	}
-	c := newReplCluster(t, 3, 3, 1, clustertest.WithTiming(timing))
+	c := newReplCluster(t, 3, 3, 1, clustertest.WithTiming(timing), anyDigests())
 	value := bigValue(valueSize)
 	cl := c.Client(t)
 	// Server 0 is the shard's preferred replica: it leads once the first
@@ -260,7 +260,7 @@ func replicasAgree(t *testing.T, c *replCluster, keys int) bool {
 		for i := range c.Addrs() {
 			st, err := c.Admin().Status(c.Addrs()[i], wire.StatusRequest{Digest: true}, time.Second)
 			if err != nil || len(st.Shards) != 1 || st.Shards[0].Applied != reps[0].Applied {
-				return false // digests are rate limited without TLS: asked again
+				return false
 			}
 			digests = append(digests, st.Shards[0])
 		}
@@ -342,7 +342,7 @@ func TestDamagedSingleReplicaRefusesToStart(t *testing.T) {
 func TestStartupCheckRebuildsADifferingReplica(t *testing.T) {
 	bugswitch.UncheckedData.Store(true)
 	defer bugswitch.UncheckedData.Store(false)
-	c := newReplCluster(t, 3, 3, 1)
+	c := newReplCluster(t, 3, 3, 1, anyDigests())
 	value := bigValue(valueSize)
 	require.Eventually(t, func() bool { return c.Leader(0) == 0 }, 15*time.Second, 50*time.Millisecond)
 	cl := c.Client(t)
