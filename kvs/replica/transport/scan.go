@@ -14,13 +14,15 @@ const (
 // scanner follows a stream of Raft messages in msgpack, as a Read passes
 // its bytes on, and refuses what a peer must not send (Limits). It keeps
 // no message: only where it is in one, what the container it is in has
-// left, and the few bytes of a token's header or a short map key.
+// left, and the few bytes of a token's header or a map key.
 //
 // Besides the Limits, it refuses shapes that hashicorp/raft never sends
 // and that would let a claim past them: a request that is not a map, an
 // array element that is not a map or nil (a struct decodes from an array
-// by position), a map key that is not a string, and a time (the value of
-// a key AppendedAt, or a msgpack timestamp anywhere) longer than a time.
+// by position), a map key that is not a string of 1 to maxKeyBytes ASCII
+// bytes, and a time (the value of a key AppendedAt, or a msgpack
+// timestamp anywhere) longer than a time. Only the value of a key Data
+// (an entry's) may be longer than MaxField.
 type scanner struct {
 	lim      Limits
 	requests bool // an accepted connection: type bytes, snapshots
