@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/batchkv/batchkv/internal/bugswitch"
 	"github.com/batchkv/batchkv/kvs/replica/diskspace"
@@ -133,7 +134,7 @@ func (s *Set) checkAgainstPeers() {
 	if s.cfg.PeerStatus == nil || bugswitch.NoStartupCheck.Load() {
 		return
 	}
-	cfg := selfcheck.Config{Self: s.cfg.Self, PeerStatus: s.cfg.PeerStatus, Logger: s.cfg.Logger}
+	cfg := selfcheck.Config{Self: s.cfg.Self, PeerStatus: selfcheck.SharedDigests(s.cfg.PeerStatus, time.Second), Logger: s.cfg.Logger}
 	for sh := range s.layout.Shards() {
 		if g := s.Group(sh); g != nil && !g.Rebuilding() && len(g.Placement()) >= 3 {
 			r := selfcheck.Replica{Shard: sh, Dir: g.dir, Placement: g.Placement, Applied: g.raft.AppliedIndex,

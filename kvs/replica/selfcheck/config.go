@@ -1,11 +1,6 @@
 package selfcheck
 
-import (
-	"log/slog"
-	"time"
-
-	"github.com/batchkv/batchkv/wire"
-)
+import "log/slog"
 
 // Config is what the check needs of the server. Every field is required.
 type Config struct {
@@ -13,7 +8,7 @@ type Config struct {
 	Self string
 	// PeerStatus asks a peer for its status within a timeout (with
 	// content digests when the request asks for them).
-	PeerStatus func(addr string, req wire.StatusRequest, timeout time.Duration) (wire.StatusReply, error)
+	PeerStatus PeerStatusFunc
 	// Logger receives the check's outcome when it compared the replica.
 	Logger *slog.Logger
 }
