@@ -15,6 +15,7 @@ import (
 
 	"github.com/batchkv/batchkv/auth"
 	"github.com/batchkv/batchkv/kvs/replica/transport"
+	"github.com/batchkv/batchkv/wire"
 )
 
 // A member speaking Raft badly. A node certificate for a replica's host
@@ -56,7 +57,8 @@ func totalAlloc() uint64 {
 // TestRaftMemberCannotClaimMemory: a member's AppendEntries that claims
 // 3.75 GiB for one entry's time, sent to every server on 8 connections
 // each, has each connection closed without the servers allocating the
-// claim, and is logged; the shard keeps its leader and serves.
+// claim, and is logged and counted as a bad connection; the shard keeps
+// its leader and serves.
 func TestRaftMemberCannotClaimMemory(t *testing.T) {
 	dir := certDir(t)
 	c := newSecCluster(t, dir)
@@ -66,6 +68,15 @@ func TestRaftMemberCannotClaimMemory(t *testing.T) {
 	require.NoError(t, cl.Put(ctx, "k1", "v1"))
 	before := c.settle(t)
 
+	badConns := func() (n uint64) {
+		for _, a := range c.addrs {
+			st, err := c.admin.Status(a, wire.StatusRequest{}, 2*time.Second)
+			require.NoError(t, err)
+			n += st.Node.BadConn
+		}
+		return n
+	}
+	badBefore := badConns()
 	const claim = 0xF000_0000
 	const perServer = 8
 	allocBefore := totalAlloc()
@@ -88,6 +99,7 @@ func TestRaftMemberCannotClaimMemory(t *testing.T) {
 	t.Logf("the servers allocated %d MiB while %d connections claimed %d MiB each", grew>>20, len(conns), uint64(claim)>>20)
 	require.Less(t, grew, uint64(512<<20), "the servers allocated what a member claimed")
 	require.GreaterOrEqual(t, c.logs.Count("raft message refused"), len(conns), "every refusal is logged")
+	require.GreaterOrEqual(t, badConns()-badBefore, uint64(len(conns)), "every refusal is counted (batchkv_bad_connections_total)")
 
 	after := c.shard(t)
 	for _, s := range after {

@@ -74,7 +74,8 @@ func newReplicatedBackend(cfg *Config, apply *backend.Applier, stats *stats.Stat
 	}
 	rc := replica.Config{Layout: l, Map: start, VirtualNodes: vnodes, Self: cfg.Self, DataDir: cfg.DataDir, NoSync: cfg.NoSync, LogFormat: cfg.RaftLog,
 		Timing: cfg.Raft, SessionTTL: cfg.SessionTTL, NewStore: storeMaker(cfg.Store, cfg.account), Dial: raftDialer(cfg, stats),
-		PeerStatus: admin.Status, LeaseReads: cfg.ReadMode == ReadLease, Logger: cfg.Logger, LogCache: cfg.logCache}
+		PeerStatus: admin.Status, LeaseReads: cfg.ReadMode == ReadLease, Logger: cfg.Logger, LogCache: cfg.logCache,
+		RaftRefused: func(error) { stats.BadConns.Add(1) }}
 	rc.Reborn, rc.HostedElsewhere = rejoin.Reborn, rejoin.HostedElsewhere
 	if cfg.plantLease > 0 {
 		rc.Timing.LeaseRead, rc.LeaseUnchecked = cfg.plantLease, true

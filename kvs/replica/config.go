@@ -88,6 +88,10 @@ type Config struct {
 	// LogCache bounds the bytes the groups' log caches hold together (a
 	// share of the server's -max-memory). Nil: only their entry counts.
 	LogCache *logcache.Budget
+	// RaftRefused is called for each Raft message a peer sent that broke
+	// transport.DefaultLimits (Raft then closes its connection); nil:
+	// only Raft's log line.
+	RaftRefused func(error)
 }
 
 // validate fills cfg's defaults and rejects what cannot work (the

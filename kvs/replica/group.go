@@ -87,6 +87,8 @@ type groupConfig struct {
 	disk *diskspace.Watch
 	// logCache is the budget of the server's log caches; nil: none.
 	logCache *logcache.Budget
+	// raftRefused is told of each Raft message refused; nil: none.
+	raftRefused func(error)
 }
 
 func openGroup(gc groupConfig) (g *Group, err error) {
@@ -128,6 +130,7 @@ func openGroup(gc groupConfig) (g *Group, err error) {
 		}
 	}()
 	g.stream = transport.NewStream(gc.shard, gc.self, gc.dial)
+	g.stream.OnRefused(gc.raftRefused)
 	g.transport = leadership.NewGuard(transport.NewNetwork(g.stream, hlog))
 	g.node, err = leadership.New(leadership.Config{Shard: gc.shard, Self: gc.self, Guard: g.transport, Votes: g.logs,
 		Placement: g.Placement, HeardFrom: g.stream.HeardFrom, Dial: gc.dial, PeerStatus: gc.peerStat,

@@ -202,7 +202,7 @@ func (s *Set) openLocked(sh int, replicas []string, join bool) error {
 		shard: sh, self: c.Self, replicas: replicas, join: join, dir: dir,
 		noSync: c.NoSync, logFormat: c.LogFormat, timing: c.Timing, dial: c.Dial, peerStat: c.PeerStatus, disk: s.disk,
 		newStore: c.NewStore, sessionTT: c.SessionTTL, leases: c.LeaseReads, log: c.Logger, logCache: c.LogCache,
-		damaged: func(err error) { go s.damaged(sh, opened.Load(), err) },
+		raftRefused: c.RaftRefused, damaged: func(err error) { go s.damaged(sh, opened.Load(), err) },
 	})
 	if err != nil {
 		return err

@@ -34,7 +34,7 @@ func newStatsCollector(st *Stats) *statsCollector {
 		bytesIn:      d("received_bytes_total", "Bytes read from client connections."),
 		bytesOut:     d("sent_bytes_total", "Bytes written to client connections."),
 		forwarded:    d("forwarded_ops_total", "Ops sent on to the server that owns them."),
-		badConns:     d("bad_connections_total", "Connections closed for bad input, a failed handshake, or over a cap."),
+		badConns:     d("bad_connections_total", "Connections closed for bad input (a refused Raft message among it), a failed handshake, or over a cap."),
 		idleClosed:   d("idle_closed_connections_total", "Connections closed for idling past the idle timeout."),
 		budgetWaits:  d("reply_budget_waits_total", "Batches that waited for a reply budget (bytes of unwritten replies)."),
 		requestWaits: d("request_budget_waits_total", "Requests whose reading waited for a request budget (bytes of requests not yet answered)."),

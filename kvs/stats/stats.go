@@ -25,7 +25,7 @@ type Stats struct {
 	// Raft connections this server dials.
 	BytesIn  atomic.Uint64
 	BytesOut atomic.Uint64
-	BadConns atomic.Uint64 // connections closed for bad input, a failed handshake, or over a cap
+	BadConns atomic.Uint64 // connections closed for bad input (a Raft message refused among it), a failed handshake, or over a cap
 	// IdleClosed counts connections closed for idling past
 	// Limits.IdleTimeout.
 	IdleClosed atomic.Uint64

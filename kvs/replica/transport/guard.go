@@ -11,8 +11,9 @@ import (
 // them fails, which makes Raft close the connection.
 type guardedConn struct {
 	net.Conn
-	scan *scanner
-	err  error
+	scan    *scanner
+	err     error
+	refused func(error) // told of the refusal; nil: none
 }
 
 // GuardRequests returns c, a connection the server accepted, with every
@@ -39,6 +40,9 @@ func (c *guardedConn) Read(p []byte) (int, error) {
 	m, serr := c.scan.scan(p[:n])
 	if serr != nil {
 		c.err = fmt.Errorf("from %s: %w", c.RemoteAddr(), serr)
+		if c.refused != nil {
+			c.refused(c.err)
+		}
 		return 0, c.err
 	}
 	if m < n || (c.scan.ended() && err == nil) {

@@ -37,9 +37,10 @@ func (a raftAddr) String() string  { return string(a) }
 // concurrent use.
 type Stream struct {
 	*handoff.Listener
-	shard  uint32
-	dial   DialFunc
-	limits Limits
+	shard   uint32
+	dial    DialFunc
+	limits  Limits
+	refused func(error) // nil: none told
 	// heard holds, per peer address dialled, when a connection to it
 	// last read a byte (unix nanoseconds, an *atomic.Int64): a peer whose
 	// answers are lost (a one-way partition) falls silent here before
@@ -78,6 +79,11 @@ func NewStream(shard int, self string, dial DialFunc) *Stream {
 	return &Stream{Listener: handoff.New(raftAddr(self)), shard: uint32(shard), dial: dial, limits: DefaultLimits}
 }
 
+// OnRefused makes the stream call f with the error of each message it
+// refuses (and whose connection Raft then closes). Call it before the
+// stream is used.
+func (s *Stream) OnRefused(f func(error)) { s.refused = f }
+
 // Accept implements raft.StreamLayer: the next connection offered, its
 // requests checked against DefaultLimits.
 func (s *Stream) Accept() (net.Conn, error) {
@@ -85,7 +91,9 @@ func (s *Stream) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return GuardRequests(c, s.limits), nil
+	g := GuardRequests(c, s.limits).(*guardedConn)
+	g.refused = s.refused
+	return g, nil
 }
 
 // Dial implements raft.StreamLayer; the answers read from the connection
@@ -105,7 +113,9 @@ func (s *Stream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn,
 	}
 	_ = c.SetWriteDeadline(time.Time{})
 	v, _ := s.heard.LoadOrStore(string(addr), &atomic.Int64{})
-	return GuardAnswers(heardConn{Conn: c, at: v.(*atomic.Int64)}, s.limits), nil
+	g := GuardAnswers(heardConn{Conn: c, at: v.(*atomic.Int64)}, s.limits).(*guardedConn)
+	g.refused = s.refused
+	return g, nil
 }
 
 // ReadShard reads the shard number that follows Preamble from a
