@@ -73,7 +73,7 @@ func newReplicatedBackend(cfg *Config, apply *backend.Applier, stats *stats.Stat
 		return nil, wire.ClusterMap{}, fmt.Errorf("kvs: %w", err)
 	}
 	rc := replica.Config{Layout: l, Map: start, VirtualNodes: vnodes, Self: cfg.Self, DataDir: cfg.DataDir, NoSync: cfg.NoSync, LogFormat: cfg.RaftLog,
-		Timing: cfg.Raft, SessionTTL: cfg.SessionTTL, NewStore: storeMaker(cfg.Store, cfg.account), Dial: raftDialer(cfg, stats),
+		Timing: cfg.Raft, SessionTTL: cfg.SessionTTL, NewStore: store.MakerOfKind(cfg.Store, cfg.account), Dial: raftDialer(cfg, stats),
 		PeerStatus: admin.Status, LeaseReads: cfg.ReadMode == ReadLease, Logger: cfg.Logger, LogCache: cfg.logCache,
 		RaftRefused: func(error) { stats.BadConns.Add(1) }}
 	rc.Reborn, rc.HostedElsewhere = rejoin.Reborn, rejoin.HostedElsewhere
@@ -94,17 +94,6 @@ func newReplicatedBackend(cfg *Config, apply *backend.Applier, stats *stats.Stat
 	// KVService.Layout answers a replicated server's current map
 	// (Service.currentLayout), not a layout fixed at start.
 	return b, wire.ClusterMap{}, nil
-}
-
-// storeMaker returns a constructor of empty stores of proto's kind, for
-// each shard and each snapshot restore: Config.Store is the kind to use,
-// not a store to fill, when replicated. A store of another type (tests
-// wrap stores) gets the default kind. Arenas are counted in acct.
-func storeMaker(proto store.Store, acct *store.Account) func() store.Store {
-	if _, ok := proto.(*store.SyncMap); ok {
-		return func() store.Store { return store.NewSyncMap() }
-	}
-	return func() store.Store { return store.NewArenaIn(acct) }
 }
 
 // peerTLS is the tls.Config this server dials its peers with: its own node
