@@ -16,16 +16,11 @@ type guardedConn struct {
 	refused func(error) // told of the refusal; nil: none
 }
 
-// GuardRequests returns c, a connection the server accepted, with every
-// request read from it checked against lim.
-func GuardRequests(c net.Conn, lim Limits) net.Conn {
-	return &guardedConn{Conn: c, scan: newScanner(lim, true)}
-}
-
-// GuardAnswers returns c, a connection the server dialled, with every
-// answer read from it checked against lim.
-func GuardAnswers(c net.Conn, lim Limits) net.Conn {
-	return &guardedConn{Conn: c, scan: newScanner(lim, false)}
+// guard returns c with every message read from it checked against lim:
+// requests on a connection the server accepted, answers on one it
+// dialled. refused, if not nil, is told of a refusal.
+func guard(c net.Conn, lim Limits, requests bool, refused func(error)) net.Conn {
+	return &guardedConn{Conn: c, scan: newScanner(lim, requests), refused: refused}
 }
 
 // Read implements net.Conn.

@@ -200,14 +200,13 @@ func (s *scanner) slotRole() keyRole {
 	if len(s.stack) == 0 {
 		return roleNone
 	}
-	top := s.stack[len(s.stack)-1]
-	if top.isMap && top.left%2 == 0 {
+	switch top := s.stack[len(s.stack)-1]; {
+	case !top.isMap:
+		return roleNone
+	case top.left%2 == 0:
 		return roleKey
 	}
-	if top.isMap {
-		return s.role
-	}
-	return roleNone
+	return s.role
 }
 
 // allowed checks the shapes hashicorp/raft sends.
@@ -280,19 +279,25 @@ func classify(b byte) (kind byte, hneed int, err error) {
 		return kInt, 8, nil
 	case 0xd4, 0xd5, 0xd6, 0xd7, 0xd8: // fixext 1..16: type
 		return kExt, 1, nil
-	case 0xdc, 0xde: // array16, map16
-		return kindOf(b), 2, nil
-	case 0xdd, 0xdf:
-		return kindOf(b), 4, nil
+	case 0xdc: // array16
+		return kArray, 2, nil
+	case 0xdd:
+		return kArray, 4, nil
+	case 0xde: // map16
+		return kMap, 2, nil
+	case 0xdf:
+		return kMap, 4, nil
 	}
 	return 0, 0, refuse("byte 0x%02x, which msgpack never uses", b)
 }
 
-func kindOf(b byte) byte {
-	if b == 0xdc || b == 0xdd {
-		return kArray
+// tokenLen returns a string's, array's or map's length: fixed, when the
+// token has no header, else its header's.
+func (s *scanner) tokenLen(fixed byte) int64 {
+	if s.hneed == 0 {
+		return int64(fixed)
 	}
-	return kMap
+	return s.length(s.hneed)
 }
 
 // length reads the big-endian length of a header's first n bytes.
@@ -321,17 +326,9 @@ func (s *scanner) endHeader() error {
 		}
 		return s.endValue()
 	case kArray, kMap:
-		n := int64(s.first & 0x0f)
-		if s.hneed > 0 {
-			n = s.length(s.hneed)
-		}
-		return s.open(n, s.kind == kMap)
+		return s.open(s.tokenLen(s.first&0x0f), s.kind == kMap)
 	case kStr:
-		n := int64(s.first & 0x1f)
-		if s.hneed > 0 {
-			n = s.length(s.hneed)
-		}
-		return s.payload(n)
+		return s.payload(s.tokenLen(s.first & 0x1f))
 	}
 	// kExt: a fixext's length is in its first byte; others' before the type.
 	var n int64

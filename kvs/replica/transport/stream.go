@@ -91,9 +91,7 @@ func (s *Stream) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := GuardRequests(c, s.limits).(*guardedConn)
-	g.refused = s.refused
-	return g, nil
+	return guard(c, s.limits, true, s.refused), nil
 }
 
 // Dial implements raft.StreamLayer; the answers read from the connection
@@ -113,9 +111,7 @@ func (s *Stream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn,
 	}
 	_ = c.SetWriteDeadline(time.Time{})
 	v, _ := s.heard.LoadOrStore(string(addr), &atomic.Int64{})
-	g := GuardAnswers(heardConn{Conn: c, at: v.(*atomic.Int64)}, s.limits).(*guardedConn)
-	g.refused = s.refused
-	return g, nil
+	return guard(heardConn{Conn: c, at: v.(*atomic.Int64)}, s.limits, false, s.refused), nil
 }
 
 // ReadShard reads the shard number that follows Preamble from a
