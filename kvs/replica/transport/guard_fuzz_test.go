@@ -23,6 +23,8 @@ func FuzzGuardAgreesWithTheDecoder(f *testing.F) {
 		&raft.AppendEntriesRequest{RPCHeader: hdr, Term: 3, Entries: []*raft.Log{{Index: 1, Data: []byte("data"), AppendedAt: time.Unix(5, 6)}, nil}},
 		&raft.AppendEntriesRequest{RPCHeader: hdr, Term: 1 << 40, LeaderCommitIndex: 1 << 20},
 		map[string]any{"Entries": []any{map[string]any{"AppendedAt": time.Unix(1, 2), "X": []any{1.5, nil, true}}}},
+		&raft.AppendEntriesRequest{RPCHeader: hdr, Term: 4, Entries: make([]*raft.Log, 17)}, // array16
+		wideMap(17), // map16
 		&raft.InstallSnapshotRequest{RPCHeader: hdr, Term: 2, Configuration: []byte("c"), Size: 1 << 20},
 		map[string]any{"Size": -3, "Term": 1, "Sizes": 4},
 	}
@@ -31,7 +33,7 @@ func FuzzGuardAgreesWithTheDecoder(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		f.Add(i >= 3, b)
+		f.Add(i >= 5, b)
 	}
 	f.Fuzz(func(t *testing.T, snapshot bool, msg []byte) {
 		s := newScanner(DefaultLimits, true)
@@ -168,4 +170,13 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += n
 	return n, err
+}
+
+// wideMap is a map of n keys, which msgpack writes as a map16 past 15.
+func wideMap(n int) map[string]any {
+	m := map[string]any{"Term": 1}
+	for i := range n - 1 {
+		m[string(rune('a'+i))] = i
+	}
+	return m
 }
