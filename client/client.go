@@ -36,6 +36,7 @@ import (
 
 	"github.com/batchkv/batchkv/internal/autobatch"
 	"github.com/batchkv/batchkv/internal/coarsetimeout"
+	"github.com/batchkv/batchkv/internal/session"
 	"github.com/batchkv/batchkv/ring"
 	"github.com/batchkv/batchkv/shard"
 	"github.com/batchkv/batchkv/wire"
@@ -57,7 +58,7 @@ type Client struct {
 	layout   *shard.Layout
 	place    atomic.Pointer[placement]
 	leaders  []atomic.Int32 // by shard: the server (index in members) believed to lead it
-	sessions *sessionPool
+	sessions *session.Pool
 	refresh  mapRefresh
 	// unrouted is set once a server reports that our ring differs from
 	// its own; from then on batches go out with RingID 0.
@@ -106,7 +107,7 @@ func New(cfg Config) (*Client, error) {
 			}
 			c.adoptMap(m)
 		}
-		c.sessions = newSessionPool()
+		c.sessions = session.NewPool()
 		targets = cfg.Shards
 	}
 	for i := range targets {

@@ -2,15 +2,13 @@ package client
 
 import (
 	"context"
-	crand "crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/batchkv/batchkv/wire"
 )
@@ -33,48 +31,6 @@ const (
 	retryBackoffMax = 200 * time.Millisecond
 )
 
-// sessionPool hands out sessions, each used by one batch at a time.
-type sessionPool struct {
-	base uint64
-	next atomic.Uint64
-	mu   sync.Mutex
-	free []*clientSession
-}
-
-type clientSession struct {
-	id  uint64
-	seq uint64
-}
-
-func newSessionPool() *sessionPool {
-	var b [8]byte
-	_, _ = crand.Read(b[:])
-	return &sessionPool{base: binary.LittleEndian.Uint64(b[:])}
-}
-
-func (p *sessionPool) get() *clientSession {
-	p.mu.Lock()
-	if n := len(p.free); n > 0 {
-		s := p.free[n-1]
-		p.free = p.free[:n-1]
-		p.mu.Unlock()
-		return s
-	}
-	p.mu.Unlock()
-	// Multiplying by an odd constant is a bijection, so ids stay unique.
-	id := p.base ^ (p.next.Add(1) * 0x9e3779b97f4a7c15)
-	if id == 0 {
-		id = p.base ^ (p.next.Add(1) * 0x9e3779b97f4a7c15)
-	}
-	return &clientSession{id: id}
-}
-
-func (p *sessionPool) put(s *clientSession) {
-	p.mu.Lock()
-	p.free = append(p.free, s)
-	p.mu.Unlock()
-}
-
 // leaderOf returns the server the client believes leads shard.
 func (c *Client) leaderOf(shard int) int { return int(c.leaders[shard].Load()) }
 
@@ -86,14 +42,48 @@ func (c *Client) nextReplica(shard, from int) {
 	c.leaders[shard].CompareAndSwap(int32(from), int32(reps[(i+1)%len(reps)]))
 }
 
-// sendShard sends ops, all of one shard, to its leader, following
-// redirects and retrying with the same session number until the results
-// are final or ctx ends.
+// splitInFlight is how many requests of one part cut by wire.EntryCuts
+// are in flight at once.
+const splitInFlight = 8
+
+// sendShard sends ops, all of one shard, as one request, or, when their
+// writes would make a log entry past wire.MaxEntryBytes, as several
+// (wire.EntryCuts): up to splitInFlight at once when no two ops share a
+// key, and one after another otherwise, so that ops on one key keep their
+// order. A request that fails leaves those not yet sent StatusUnavail.
 func (c *Client) sendShard(ctx context.Context, shard int, ops []wire.Op, results []wire.Result) error {
-	sess := c.sessions.get()
-	defer c.sessions.put(sess)
-	sess.seq++
-	args := wire.BatchArgs{RingID: c.layout.ID(), Shard: uint32(shard), Session: sess.id, Seq: sess.seq, Ops: ops}
+	cuts := wire.EntryCuts(ops)
+	send := func(i int) error {
+		return c.sendShardOnce(ctx, shard, ops[cuts[i]:cuts[i+1]], results[cuts[i]:cuts[i+1]])
+	}
+	if len(cuts) == 2 {
+		return send(0)
+	}
+	if !wire.DistinctKeys(ops) {
+		for i := 0; i+1 < len(cuts); i++ {
+			if err := send(i); err != nil {
+				fill(results[cuts[i+1]:], wire.StatusUnavail)
+				return err
+			}
+		}
+		return nil
+	}
+	var g errgroup.Group
+	g.SetLimit(splitInFlight)
+	for i := 0; i+1 < len(cuts); i++ {
+		g.Go(func() error { return send(i) })
+	}
+	return g.Wait()
+}
+
+// sendShardOnce sends ops, all of one shard, to its leader as one
+// request, following redirects and retrying with the same session number
+// until the results are final or ctx ends.
+func (c *Client) sendShardOnce(ctx context.Context, shard int, ops []wire.Op, results []wire.Result) error {
+	sess := c.sessions.Get()
+	defer c.sessions.Put(sess)
+	sess.Seq++
+	args := wire.BatchArgs{RingID: c.layout.ID(), Shard: uint32(shard), Session: sess.ID, Seq: sess.Seq, Ops: ops}
 	backoff := retryBackoffMin
 	var lastErr error
 	quick := 0 // redirects followed without a pause

@@ -144,6 +144,14 @@ func (b *Replicated) serveShard(g *replica.Group, args *wire.BatchArgs, reply *w
 	if p.conds > 0 && b.Planted.CASOnLeader.Load() {
 		leaderDecided = planted.DecideBeforeLog(g.Store(), p.entry)
 	}
+	// A part that would make one entry past wire.MaxEntryBytes is cut by
+	// a client of ours; another's is refused rather than made an entry
+	// that each follower decodes in time quadratic in its size.
+	if wire.OverEntryBound(p.entry) {
+		b.refuseWrites(g, ops, p, results, wire.StatusTooLarge)
+		b.serveReads(g.Store(), ops, p, results, cl)
+		return
+	}
 	if b.apply.Limit.refuses(p.putBytes) {
 		b.refuseWrites(g, ops, p, results, wire.StatusNoMemory)
 		b.serveReads(g.Store(), ops, p, results, cl)

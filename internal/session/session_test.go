@@ -1,0 +1,40 @@
+package session
+
+import (
+	"sync"
+	"testing"
+)
+
+// TestIDsAreUniqueAndNonZero: concurrent callers get distinct sessions,
+// and a session returned is handed out again with its numbering kept.
+func TestIDsAreUniqueAndNonZero(t *testing.T) {
+	p := NewPool()
+	var mu sync.Mutex
+	seen := map[uint64]bool{}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var held []*Session
+			for range 1000 {
+				held = append(held, p.Get())
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, s := range held {
+				if s.ID == 0 || seen[s.ID] {
+					t.Errorf("session ID %d handed out twice or zero", s.ID)
+				}
+				seen[s.ID] = true
+			}
+		}()
+	}
+	wg.Wait()
+	s := p.Get()
+	s.Seq = 41
+	p.Put(s)
+	if again := p.Get(); again != s || again.Seq != 41 {
+		t.Fatalf("a returned session was not reused with its numbering: %+v", again)
+	}
+}
