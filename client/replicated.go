@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -50,7 +51,8 @@ const splitInFlight = 8
 // writes would make a log entry past wire.MaxEntryBytes, as several
 // (wire.EntryCuts): up to splitInFlight at once when no two ops share a
 // key, and one after another otherwise, so that ops on one key keep their
-// order. A request that fails leaves those not yet sent StatusUnavail.
+// order. A request that fails leaves the ops not yet sent StatusUnavail
+// (or the status of their own fault, as a server would answer it).
 func (c *Client) sendShard(ctx context.Context, shard int, ops []wire.Op, results []wire.Result) error {
 	cuts := wire.EntryCuts(ops)
 	send := func(i int) error {
@@ -62,7 +64,9 @@ func (c *Client) sendShard(ctx context.Context, shard int, ops []wire.Op, result
 	if !wire.DistinctKeys(ops) {
 		for i := 0; i+1 < len(cuts); i++ {
 			if err := send(i); err != nil {
-				fill(results[cuts[i+1]:], wire.StatusUnavail)
+				for j := cuts[i+1]; j < len(ops); j++ { // not sent
+					results[j] = wire.Result{Status: cmp.Or(ops[j].Check(), wire.StatusUnavail)}
+				}
 				return err
 			}
 		}

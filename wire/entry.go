@@ -5,8 +5,8 @@ package wire
 // Raft log entry, and hashicorp/raft's transport decodes an entry's bytes
 // into a buffer it grows 256 KiB at a time, copying at each step, so an
 // entry of n bytes costs about n²/512 KiB of copying on every follower.
-// One entry of 1 MiB decodes at about 480 MB/s, one of 45 MiB at
-// 37 MB/s (docs/results.md, "Large entries"). A server refuses the writes
+// Here one entry of 1 MiB decodes at 480-800 MB/s, one of 45 MiB at
+// 37-40 MB/s (docs/results.md, "Large entries"). A server refuses the writes
 // of a larger request of more than one op with StatusTooLarge; the client
 // library cuts a larger part into requests within the bound (EntryCuts).
 const MaxEntryBytes = 1 << 20
