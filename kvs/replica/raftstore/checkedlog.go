@@ -100,39 +100,9 @@ func (c *checkedLog) StoreLogs(logs []*raft.Log) error {
 		copies[i].Extensions = ext[start:len(ext):len(ext)]
 		ptrs[i] = &copies[i]
 	}
-	var err error
-	for lo := 0; lo < len(ptrs) && err == nil; {
-		hi := lo + storeCallEnd(ptrs[lo:])
-		err = c.Store.StoreLogs(ptrs[lo:hi])
-		lo = hi
-	}
+	err := c.Store.StoreLogs(ptrs)
 	clear(copies) // drop the references to the entries' data
 	return err
-}
-
-// maxStoreCallBytes bounds the data and extensions of the entries one
-// StoreLogs passes to the store under it. raft-wal encodes a call's
-// entries into one buffer, which its segment writer keeps at the largest
-// size it has needed (a power of two), and keeps the writer as the
-// segment's reader once it is sealed: under a load of 4 KiB values,
-// calls of up to 256 entries of 1 MiB had a server's writers holding
-// 1.2 GB. Calls within 4 MiB keep each segment's buffer within 4 MiB, a
-// quarter of the segment, at the cost of a sync for each call (the
-// standard load's calls are smaller). Raft takes a prefix of a failed
-// call's entries as it takes entries appended but not acknowledged.
-const maxStoreCallBytes = 4<<20 - 64<<10
-
-// storeCallEnd returns how many of logs, at least one, go in one call to
-// the store: as many as fit maxStoreCallBytes.
-func storeCallEnd(logs []*raft.Log) int {
-	n := len(logs[0].Data) + len(logs[0].Extensions)
-	for i := 1; i < len(logs); i++ {
-		n += len(logs[i].Data) + len(logs[i].Extensions)
-		if n > maxStoreCallBytes {
-			return i
-		}
-	}
-	return len(logs)
 }
 
 // GetLog implements raft.LogStore: it reads entry index and verifies it.
