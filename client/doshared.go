@@ -16,7 +16,8 @@ import (
 // that would take it past wire.MaxBatchOps ops or about 16 MiB of keys
 // and values sends it first, and starts the next. Under many concurrent
 // callers a target so gets fewer, larger batches: at RF=3 each is one log
-// entry or read barrier per shard. A part of Config.MaxBatchOps ops or
+// entry (or one per wire.MaxEntryBytes of writes) or read barrier per
+// shard. A part of Config.MaxBatchOps ops or
 // more goes at once on its own, as DoInto sends it.
 //
 // What sharing must not change, it does not: ops that fail wire.Op.Check

@@ -21,10 +21,11 @@ import (
 // be reached or knows no leader, backing off between rounds, until the
 // call's context ends.
 //
-// Every batch is sent on a session of its own for the duration of the
-// call, numbered within the session; a batch resent after a lost reply
+// Every request is sent on a session of its own for the duration of the
+// call, numbered within the session; a request resent after a lost reply
 // carries the same session and number, and the shard applies its writes
-// once.
+// once. A shard's part of a batch is one request, unless its writes would
+// make a log entry past wire.MaxEntryBytes (sendShard).
 
 // Backoff between retries of a replicated batch.
 const (
@@ -51,22 +52,32 @@ const splitInFlight = 8
 // writes would make a log entry past wire.MaxEntryBytes, as several
 // (wire.EntryCuts): up to splitInFlight at once when no two ops share a
 // key, and one after another otherwise, so that ops on one key keep their
-// order. A request that fails leaves the ops not yet sent StatusUnavail
-// (or the status of their own fault, as a server would answer it).
+// order. As with a batch's parts for several shards, one request failing
+// fails the call, and the others' results stand as answered. A request
+// not sent, because one before it failed or ctx ended, leaves its ops
+// StatusUnavail (or the status of their own fault, as a server would
+// answer it).
 func (c *Client) sendShard(ctx context.Context, shard int, ops []wire.Op, results []wire.Result) error {
 	cuts := wire.EntryCuts(ops)
-	send := func(i int) error {
-		return c.sendShardOnce(ctx, shard, ops[cuts[i]:cuts[i+1]], results[cuts[i]:cuts[i+1]])
-	}
 	if len(cuts) == 2 {
-		return send(0)
+		return c.sendShardOnce(ctx, shard, ops, results)
+	}
+	notSent := func(from, to int) {
+		for j := from; j < to; j++ {
+			results[j] = wire.Result{Status: cmp.Or(ops[j].Check(), wire.StatusUnavail)}
+		}
+	}
+	send := func(i int) error {
+		if err := ctx.Err(); err != nil {
+			notSent(cuts[i], cuts[i+1])
+			return c.giveUp(nil, nil, err)
+		}
+		return c.sendShardOnce(ctx, shard, ops[cuts[i]:cuts[i+1]], results[cuts[i]:cuts[i+1]])
 	}
 	if !wire.DistinctKeys(ops) {
 		for i := 0; i+1 < len(cuts); i++ {
 			if err := send(i); err != nil {
-				for j := cuts[i+1]; j < len(ops); j++ { // not sent
-					results[j] = wire.Result{Status: cmp.Or(ops[j].Check(), wire.StatusUnavail)}
-				}
+				notSent(cuts[i+1], len(ops))
 				return err
 			}
 		}

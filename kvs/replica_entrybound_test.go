@@ -49,10 +49,15 @@ func TestLargeBatchesAreCutIntoBoundedEntries(t *testing.T) {
 	grew := lastIndex() - before
 	require.GreaterOrEqual(t, grew, uint64(cuts), "the batch was not cut into entries")
 	t.Logf("300 puts of 16 KiB: %d entries (%d cuts)", grew, cuts)
-	for _, i := range []int{0, 150, 299} {
-		v, err := cl.Get(ctx, fmt.Sprintf("k%d", i))
-		require.NoError(t, err)
-		require.Equal(t, value(i), v)
+	gets := make([]wire.Op, len(ops))
+	for i := range gets {
+		gets[i] = wire.Op{Code: wire.OpGet, Key: ops[i].Key}
+	}
+	res, err = cl.Do(ctx, gets)
+	require.NoError(t, err)
+	for i, r := range res {
+		require.Equal(t, wire.StatusOK, r.Status, "get %d", i)
+		require.Equal(t, value(i), r.Value, "get %d", i)
 	}
 
 	// One key written first and last, read in between: the cuts go one

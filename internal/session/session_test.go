@@ -5,8 +5,9 @@ import (
 	"testing"
 )
 
-// TestIDsAreUniqueAndNonZero: concurrent callers get distinct sessions,
-// and a session returned is handed out again with its numbering kept.
+// TestIDsAreUniqueAndNonZero: concurrent callers, who give some back
+// as they go, never hold the same session at once, and a session
+// returned is handed out again with its numbering kept.
 func TestIDsAreUniqueAndNonZero(t *testing.T) {
 	p := NewPool()
 	var mu sync.Mutex
@@ -17,8 +18,13 @@ func TestIDsAreUniqueAndNonZero(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			var held []*Session
-			for range 1000 {
-				held = append(held, p.Get())
+			for i := range 1000 {
+				s := p.Get()
+				if i%2 == 0 { // given back: another goroutine may take it next
+					p.Put(s)
+					continue
+				}
+				held = append(held, s)
 			}
 			mu.Lock()
 			defer mu.Unlock()
