@@ -1,6 +1,7 @@
 package kvs_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -72,6 +73,22 @@ func TestLargeBatchesAreCutIntoBoundedEntries(t *testing.T) {
 	v, err := cl.Get(ctx, "same")
 	require.NoError(t, err)
 	require.Equal(t, value(-2), v, "the batch's last put is not the one that stayed")
+
+	// A call whose context has ended sends none of its cuts: every op
+	// is left unavailable, and none applied.
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	late := make([]wire.Op, len(ops))
+	for i := range late {
+		late[i] = wire.Op{Code: wire.OpPut, Key: fmt.Sprintf("late%d", i), Value: value(i)}
+	}
+	res, err = cl.Do(done, late)
+	require.Error(t, err)
+	for i, r := range res {
+		require.Equal(t, wire.StatusUnavail, r.Status, "op %d of a call whose context had ended", i)
+	}
+	_, err = cl.Get(ctx, "late0")
+	require.ErrorIs(t, err, client.ErrNotFound, "a cut was sent after the context ended")
 
 	// Another client's request past the bound: writes refused, reads
 	// served, nothing applied.
