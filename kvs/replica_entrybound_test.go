@@ -96,7 +96,8 @@ func TestLargeBatchesAreCutIntoBoundedEntries(t *testing.T) {
 	require.NoError(t, err)
 	big := strings.Repeat("b", wire.MaxValueBytes)
 	raw := []wire.Op{{Code: wire.OpGet, Key: "k1"}, {Code: wire.OpPut, Key: "new1", Value: big}, {Code: wire.OpPut, Key: "new2", Value: big}}
-	require.True(t, wire.OverEntryBound(raw))
+	_, over := wire.EntryBound(raw)
+	require.True(t, over)
 	reply := rawBatch(t, c.Addrs()[c.WaitLeader(0, -1)], &wire.BatchArgs{RingID: layout.ID(), Ops: raw})
 	require.Equal(t, wire.StatusOK, reply.Status, reply.Err)
 	require.Equal(t, wire.StatusOK, reply.Results[0].Status)

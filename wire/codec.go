@@ -28,11 +28,19 @@ var ErrMalformed = errors.New("wire: malformed batch")
 // grown: the header's ring ID and four varints, then per op its code and
 // condition, three lengths, its key, its value and its expected value.
 func BatchArgsBound(ops []Op) int {
-	n := 8 + 4*binary.MaxVarintLen64
+	n := batchHeaderBound
 	for i := range ops {
-		n += 2 + 3*binary.MaxVarintLen64 + len(ops[i].Key) + len(ops[i].Value) + len(ops[i].Expect)
+		n += ops[i].bound()
 	}
 	return n
+}
+
+// batchHeaderBound is BatchArgsBound's share for a batch's header.
+const batchHeaderBound = 8 + 4*binary.MaxVarintLen64
+
+// bound is BatchArgsBound's share for op.
+func (op *Op) bound() int {
+	return 2 + 3*binary.MaxVarintLen64 + len(op.Key) + len(op.Value) + len(op.Expect)
 }
 
 // AppendBatchArgs appends the encoding of a to dst and returns the result.

@@ -7,14 +7,17 @@ package wire
 // entry of n bytes costs about n²/512 KiB of copying on every follower.
 // Here one entry of 1 MiB decodes at 480-800 MB/s, one of 45 MiB at
 // 37-40 MB/s (docs/results.md, "Large entries"). A server refuses the writes
-// of a larger request of more than one op with StatusTooLarge; the client
-// library cuts a larger part into requests within the bound (EntryCuts).
+// of a larger request of more than one op with StatusTooLarge
+// (EntryBound); the client library cuts a larger part into requests
+// within the bound (EntryCuts).
 const MaxEntryBytes = 1 << 20
 
-// OverEntryBound says whether ops, all for one shard, would make a log
-// entry past MaxEntryBytes: more than one op, and over the bound.
-func OverEntryBound(ops []Op) bool {
-	return len(ops) > 1 && BatchArgsBound(ops) > MaxEntryBytes
+// EntryBound returns BatchArgsBound(ops) for ops, all for one shard,
+// and whether they would make a log entry past MaxEntryBytes: more than
+// one op, and over the bound.
+func EntryBound(ops []Op) (size int, over bool) {
+	size = BatchArgsBound(ops)
+	return size, len(ops) > 1 && size > MaxEntryBytes
 }
 
 // EntryCuts returns where to cut ops, all for one shard, into runs that
@@ -22,26 +25,23 @@ func OverEntryBound(ops []Op) bool {
 // or of one op. Ops that do not write, which make no entry, are one run
 // whatever their size, as is a part within the bound.
 func EntryCuts(ops []Op) []int {
-	writes := false
+	size, writes := batchHeaderBound, false
 	for i := range ops {
-		if ops[i].Code != OpGet {
-			writes = true
-			break
-		}
+		size += ops[i].bound()
+		writes = writes || ops[i].Code != OpGet
 	}
-	if !writes || !OverEntryBound(ops) {
+	if !writes || len(ops) < 2 || size <= MaxEntryBytes {
 		return []int{0, len(ops)}
 	}
 	cuts := []int{0}
-	header := BatchArgsBound(nil)
-	n := header
+	n := batchHeaderBound
 	for i := range ops {
-		size := BatchArgsBound(ops[i:i+1]) - header
-		if i > cuts[len(cuts)-1] && n+size > MaxEntryBytes {
+		b := ops[i].bound()
+		if i > cuts[len(cuts)-1] && n+b > MaxEntryBytes {
 			cuts = append(cuts, i)
-			n = header
+			n = batchHeaderBound
 		}
-		n += size
+		n += b
 	}
 	return append(cuts, len(ops))
 }

@@ -6,6 +6,12 @@ import (
 	"testing"
 )
 
+// overEntryBound is EntryBound's verdict alone.
+func overEntryBound(ops []Op) bool {
+	_, over := EntryBound(ops)
+	return over
+}
+
 func putsOf(n, valueBytes int) []Op {
 	ops := make([]Op, n)
 	for i := range ops {
@@ -16,7 +22,7 @@ func putsOf(n, valueBytes int) []Op {
 
 // TestEntryCutsKeepEveryRunWithinTheBound: every run of a large part is
 // within MaxEntryBytes or one op, the runs cover the part in order, and
-// the server's own check (OverEntryBound) passes each.
+// the server's own check (EntryBound) passes each.
 func TestEntryCutsKeepEveryRunWithinTheBound(t *testing.T) {
 	cases := map[string][]Op{
 		"small values":        putsOf(20000, 128),
@@ -36,11 +42,11 @@ func TestEntryCutsKeepEveryRunWithinTheBound(t *testing.T) {
 				if len(run) == 0 {
 					t.Fatalf("empty run at %d: %v", i, cuts)
 				}
-				if OverEntryBound(run) {
+				if overEntryBound(run) {
 					t.Fatalf("run %d (%d ops, %d bytes) is over the bound", i, len(run), BatchArgsBound(run))
 				}
 				// Runs are as large as they may be: the next op would not fit.
-				if i+2 < len(cuts) && !OverEntryBound(ops[cuts[i]:cuts[i+1]+1]) {
+				if i+2 < len(cuts) && !overEntryBound(ops[cuts[i]:cuts[i+1]+1]) {
 					t.Fatalf("run %d ends early at %d", i, cuts[i+1])
 				}
 			}
@@ -60,10 +66,10 @@ func TestEntryCutsLeaveSmallAndReadOnlyPartsWhole(t *testing.T) {
 			t.Errorf("%s: cut at %v", name, cuts)
 		}
 	}
-	if OverEntryBound(putsOf(1, MaxValueBytes)) {
+	if overEntryBound(putsOf(1, MaxValueBytes)) {
 		t.Error("one op over the bound is refused; a value of MaxValueBytes must be writable")
 	}
-	if !OverEntryBound(putsOf(2, MaxValueBytes)) {
+	if !overEntryBound(putsOf(2, MaxValueBytes)) {
 		t.Error("two values at the limit are within the bound")
 	}
 }

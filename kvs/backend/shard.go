@@ -147,7 +147,8 @@ func (b *Replicated) serveShard(g *replica.Group, args *wire.BatchArgs, reply *w
 	// A part that would make one entry past wire.MaxEntryBytes is cut by
 	// a client of ours; another's is refused rather than made an entry
 	// that each follower decodes in time quadratic in its size.
-	if wire.OverEntryBound(p.entry) {
+	size, over := wire.EntryBound(p.entry)
+	if over {
 		b.refuseWrites(g, ops, p, results, wire.StatusTooLarge)
 		b.serveReads(g.Store(), ops, p, results, cl)
 		return
@@ -157,7 +158,7 @@ func (b *Replicated) serveShard(g *replica.Group, args *wire.BatchArgs, reply *w
 		b.serveReads(g.Store(), ops, p, results, cl)
 		return
 	}
-	entry := wire.AppendBatchArgs(make([]byte, 0, wire.BatchArgsBound(p.entry)), &wire.BatchArgs{Session: args.Session, Seq: args.Seq, Ops: p.entry})
+	entry := wire.AppendBatchArgs(make([]byte, 0, size), &wire.BatchArgs{Session: args.Session, Seq: args.Seq, Ops: p.entry})
 	w, err := g.Write(entry, replica.ApplyTimeout)
 	switch {
 	case errors.Is(err, replica.ErrNoSpace):

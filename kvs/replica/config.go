@@ -205,10 +205,6 @@ const (
 	// from the log store, and the first write after a crash took up to 4 s
 	// (docs/results.md, "Heap growth and page faults").
 	logCacheEntries = 1024
-	// maxAppendEntries is how many entries go in one AppendEntries RPC and
-	// one disk write: the group commit of concurrent batches. A peer's
-	// message may hold no more (transport.DefaultLimits).
-	maxAppendEntries = transport.MaxAppendEntries
 	// barrierTimeout bounds a new leader's wait for its first barrier,
 	// after which it serves reads.
 	barrierTimeout = 10 * time.Second

@@ -155,7 +155,7 @@ func openGroup(gc groupConfig) (g *Group, err error) {
 	rc.SnapshotThreshold = gc.timing.SnapshotThreshold
 	rc.TrailingLogs = gc.timing.TrailingLogs
 	rc.SnapshotInterval = gc.timing.SnapshotInterval
-	rc.MaxAppendEntries = maxAppendEntries
+	rc.MaxAppendEntries = transport.MaxAppendEntries // the group commit of concurrent batches
 	rc.BatchApplyCh = true
 	rc.NotifyCh = g.notify
 	rc.Logger = hlog

@@ -39,7 +39,6 @@ type Stream struct {
 	*handoff.Listener
 	shard   uint32
 	dial    DialFunc
-	limits  Limits
 	refused func(error) // nil: none told
 	// heard holds, per peer address dialled, when a connection to it
 	// last read a byte (unix nanoseconds, an *atomic.Int64): a peer whose
@@ -76,7 +75,7 @@ func (s *Stream) HeardFrom(addr string) (at time.Time, ok bool) {
 // NewStream returns the stream of shard, on the server whose advertised
 // address (its Raft server ID) is self; it dials peers with dial.
 func NewStream(shard int, self string, dial DialFunc) *Stream {
-	return &Stream{Listener: handoff.New(raftAddr(self)), shard: uint32(shard), dial: dial, limits: DefaultLimits}
+	return &Stream{Listener: handoff.New(raftAddr(self)), shard: uint32(shard), dial: dial}
 }
 
 // OnRefused makes the stream call f with the error of each message it
@@ -91,7 +90,7 @@ func (s *Stream) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return guard(c, s.limits, true, s.refused), nil
+	return guard(c, DefaultLimits, true, s.refused), nil
 }
 
 // Dial implements raft.StreamLayer; the answers read from the connection
@@ -111,7 +110,7 @@ func (s *Stream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn,
 	}
 	_ = c.SetWriteDeadline(time.Time{})
 	v, _ := s.heard.LoadOrStore(string(addr), &atomic.Int64{})
-	return guard(heardConn{Conn: c, at: v.(*atomic.Int64)}, s.limits, false, s.refused), nil
+	return guard(heardConn{Conn: c, at: v.(*atomic.Int64)}, DefaultLimits, false, s.refused), nil
 }
 
 // ReadShard reads the shard number that follows Preamble from a
