@@ -133,7 +133,7 @@ func openLogStore(dir string, format LogFormat, noSync bool, hlog hclog.Logger) 
 	}
 	vfs = plantLateSync(vfs)
 	w, err := wal.Open(walDir, wal.WithLogger(hlog.Named("wal")), wal.WithSegmentSize(WALSegmentSize),
-		wal.WithSegmentFiler(segment.NewFiler(walDir, vfs)))
+		wal.WithSegmentFiler(sealingFiler{segment.NewFiler(walDir, vfs)}))
 	pending.Wait() // what the open deleted is gone when it returns
 	if err != nil {
 		return nil, err
