@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/semaphore"
+
 	"github.com/batchkv/batchkv/internal/breaker"
 	"github.com/batchkv/batchkv/internal/busypoll"
 	"github.com/batchkv/batchkv/internal/muxconn"
@@ -33,6 +35,9 @@ type serverConn struct {
 	next        atomic.Uint32
 	busy        atomic.Int32 // calls in flight over all connections
 	lonePoll    *busypoll.Policy
+	// window bounds the bytes of replicated requests in flight to the
+	// server (replicatedWindow).
+	window *semaphore.Weighted
 
 	mu      sync.Mutex
 	clients []rpcConn // guarded by mu; nil slots are dialled on demand
@@ -45,6 +50,7 @@ func newServerConn(addr string, cfg *Config, t *traffic) *serverConn {
 		health:   breaker.New(cfg.FailureThreshold, cfg.Cooldown, cfg.MaxCooldown),
 		lonePoll: busypoll.New(cfg.LonePoll),
 		clients:  make([]rpcConn, cfg.ConnsPerServer),
+		window:   semaphore.NewWeighted(replicatedWindow),
 	}
 }
 
@@ -103,6 +109,21 @@ func (s *serverConn) call(ctx context.Context, args *wire.BatchArgs, reply *wire
 	v, err := s.try(ctx, args, reply)
 	s.health.Report(probe, v, err)
 	return err
+}
+
+// callInWindow waits under ctx for room bytes of the server's window
+// (replicatedWindow), then calls within the attempt's context, which
+// within makes from ctx, so that an attempt's time runs only once the
+// request can be sent. sent is false when ctx ended first.
+func (s *serverConn) callInWindow(ctx context.Context, room int64, within func(context.Context) (context.Context, context.CancelFunc),
+	args *wire.BatchArgs, reply *wire.BatchReply) (sent bool, err error) {
+	if err := s.window.Acquire(ctx, room); err != nil {
+		return false, err
+	}
+	defer s.window.Release(room)
+	actx, cancel := within(ctx)
+	defer cancel()
+	return true, s.call(actx, args, reply)
 }
 
 func (s *serverConn) try(ctx context.Context, args *wire.BatchArgs, reply *wire.BatchReply) (breaker.Verdict, error) {
