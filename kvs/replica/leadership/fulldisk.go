@@ -138,7 +138,7 @@ func (t *Guard) RequestVote(id raft.ServerID, target raft.ServerAddress, args *r
 	if t.mayStand != nil && !t.mayStand() {
 		return errFullNoStand
 	}
-	return t.NetworkTransport.RequestVote(id, target, args, resp)
+	return t.Network.RequestVote(id, target, args, resp)
 }
 
 // RequestPreVote fails a pre-vote request of a replica that may not
@@ -147,5 +147,5 @@ func (t *Guard) RequestPreVote(id raft.ServerID, target raft.ServerAddress, args
 	if t.mayStand != nil && !t.mayStand() {
 		return errFullNoStand
 	}
-	return t.NetworkTransport.RequestPreVote(id, target, args, resp)
+	return t.Network.RequestPreVote(id, target, args, resp)
 }

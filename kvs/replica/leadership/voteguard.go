@@ -9,13 +9,14 @@ import (
 
 	"github.com/batchkv/batchkv/kvs/replica/failover"
 	"github.com/batchkv/batchkv/kvs/replica/raftstore"
+	"github.com/batchkv/batchkv/kvs/replica/transport"
 )
 
 // Guard is a shard's Raft transport with one rule of its own: it
 // answers the pre-votes that failover.RefusePreVote refuses, with a
 // refusal, before Raft sees them. Every other RPC goes to Raft unchanged.
 type Guard struct {
-	*raft.NetworkTransport
+	*transport.Network
 	rpcs chan raft.RPC
 	// abstain, when set and true, refuses every vote, pre-vote and
 	// TimeoutNow: a replica being rebuilt must not vote.
@@ -30,8 +31,8 @@ type Guard struct {
 }
 
 // NewGuard wraps t, the network transport of a shard's Raft node.
-func NewGuard(t *raft.NetworkTransport) *Guard {
-	return &Guard{NetworkTransport: t, rpcs: make(chan raft.RPC), stop: make(chan struct{})}
+func NewGuard(t *transport.Network) *Guard {
+	return &Guard{Network: t, rpcs: make(chan raft.RPC), stop: make(chan struct{})}
 }
 
 // Consumer returns the RPCs for Raft.
@@ -45,7 +46,7 @@ func (t *Guard) start(stands func(), voteRequest func(*raft.RequestVoteRequest),
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
-		in := t.NetworkTransport.Consumer()
+		in := t.Network.Consumer()
 		for {
 			var rpc raft.RPC
 			select {
@@ -84,7 +85,7 @@ func (t *Guard) start(stands func(), voteRequest func(*raft.RequestVoteRequest),
 func (t *Guard) Close() error {
 	t.once.Do(func() { close(t.stop) })
 	t.wg.Wait()
-	return t.NetworkTransport.Close()
+	return t.Network.Close()
 }
 
 // recentTerm is a term noted for a while: long enough for Raft to act on

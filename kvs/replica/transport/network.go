@@ -32,9 +32,10 @@ const (
 )
 
 // NewNetwork returns hashicorp/raft's network transport over s, logging
-// through logger (NewRaftLogger's).
-func NewNetwork(s *Stream, logger hclog.Logger) *raft.NetworkTransport {
-	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+// through logger (NewRaftLogger's), with AppendEntries RPCs of at most
+// MaxAppendBytes (Network).
+func NewNetwork(s *Stream, logger hclog.Logger) *Network {
+	return &Network{raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: s, MaxPool: transportPool, MaxRPCsInFlight: rpcsInFlight, Timeout: transportTimeout, Logger: logger,
-	})
+	})}
 }

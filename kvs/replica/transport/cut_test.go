@@ -1,0 +1,150 @@
+package transport
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/stretchr/testify/require"
+)
+
+// TestAppendEntriesCutToMaxAppendBytes: 20 entries of 1 MiB reach the
+// follower in RPCs of at most MaxAppendBytes that follow on from each
+// other (each one's previous entry is the last one's last), in order,
+// with every entry's data; a synchronous AppendEntries sends the first
+// RPC's worth and says so in the request; a pipelined one sends them all,
+// each answered on the pipeline's channel. Raft's own transport, the
+// planted bug, sends one RPC of 20 MiB, which the check refuses.
+func TestAppendEntriesCutToMaxAppendBytes(t *testing.T) {
+	var entries []*raft.Log
+	for i := range 20 {
+		entries = append(entries, &raft.Log{Index: uint64(101 + i), Term: 7, Type: raft.LogCommand,
+			Data: bytes.Repeat([]byte{byte(i)}, 1<<20)})
+	}
+	request := func() *raft.AppendEntriesRequest {
+		return &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("s"), Addr: []byte("s")},
+			Term: 7, PrevLogEntry: 100, PrevLogTerm: 6, LeaderCommitIndex: 90, Entries: append([]*raft.Log(nil), entries...)}
+	}
+
+	// Synchronous: the first RPC's worth goes, and the request says which.
+	from, got := cutPair(t, true)
+	req, resp := request(), new(raft.AppendEntriesResponse)
+	require.NoError(t, from.AppendEntries("r", "r", req, resp))
+	require.True(t, resp.Success)
+	require.Len(t, req.Entries, 8, "the request must show what was sent")
+	require.NoError(t, cutError((<-got)[:1], entries[:8]))
+
+	// Pipelined: every entry goes, in RPCs that follow on.
+	from, got = cutPair(t, true)
+	p, err := from.AppendEntriesPipeline("r", "r")
+	require.NoError(t, err)
+	defer func() { _ = p.Close() }()
+	answered := make(chan int)
+	go func() { // as Raft's pipelineDecode reads the answers
+		n := 0
+		for {
+			select {
+			case f := <-p.Consumer():
+				if f.Response().Success {
+					n++
+				}
+			case <-time.After(time.Second):
+				answered <- n
+				return
+			}
+		}
+	}()
+	_, err = p.AppendEntries(request(), new(raft.AppendEntriesResponse))
+	require.NoError(t, err)
+	require.Equal(t, 3, <-answered, "each RPC answered on the pipeline's channel")
+	require.NoError(t, cutError(<-got, entries))
+
+	// Planted: Raft's own transport sends 20 MiB in one RPC.
+	from, got = cutPair(t, false)
+	require.NoError(t, from.AppendEntries("r", "r", request(), new(raft.AppendEntriesResponse)))
+	require.Error(t, cutError(<-got, entries), "the check took an RPC of 20 MiB")
+}
+
+// cutPair returns a sender's transport (Network, or raft's own when not
+// cut) and a channel on which, when the sender closes, the receiver
+// gives every AppendEntries it answered, in order.
+func cutPair(t *testing.T, cut bool) (raft.Transport, <-chan []*raft.AppendEntriesRequest) {
+	recv := NewStream(0, "receiver", DialTCP)
+	addr := serveStream(t, recv)
+	to := raft.NewNetworkTransport(recv, 2, 5*time.Second, io.Discard)
+	raw := raft.NewNetworkTransport(NewStream(0, "sender", DialTCP), 2, 5*time.Second, io.Discard)
+	var from raft.Transport = raw
+	if cut {
+		from = &Network{raw}
+	}
+	from = addrTransport{from, raft.ServerAddress(addr)}
+	got := make(chan []*raft.AppendEntriesRequest, 1)
+	go func() {
+		var reqs []*raft.AppendEntriesRequest
+		timeout := time.After(2 * time.Second)
+		for {
+			select {
+			case rpc := <-to.Consumer():
+				req := rpc.Command.(*raft.AppendEntriesRequest)
+				reqs = append(reqs, req)
+				rpc.Respond(&raft.AppendEntriesResponse{Term: req.Term, LastLog: req.PrevLogEntry + uint64(len(req.Entries)), Success: true}, nil)
+			case <-timeout:
+				got <- reqs
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { _ = raw.Close(); _ = to.Close() })
+	return from, got
+}
+
+// addrTransport sends every RPC to one address, whatever target says.
+type addrTransport struct {
+	raft.Transport
+	addr raft.ServerAddress
+}
+
+func (a addrTransport) AppendEntries(id raft.ServerID, _ raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	return a.Transport.AppendEntries(id, a.addr, args, resp)
+}
+
+func (a addrTransport) AppendEntriesPipeline(id raft.ServerID, _ raft.ServerAddress) (raft.AppendPipeline, error) {
+	return a.Transport.AppendEntriesPipeline(id, a.addr)
+}
+
+// cutError says how reqs fail to carry want, in order, in RPCs of at
+// most MaxAppendBytes each, the first following entry 100 of term 6, and
+// each later one following the last entry of the one before it.
+func cutError(reqs []*raft.AppendEntriesRequest, want []*raft.Log) error {
+	prevIndex, prevTerm := uint64(100), uint64(6)
+	var all []*raft.Log
+	for _, req := range reqs {
+		size := 0
+		for _, e := range req.Entries {
+			size += len(e.Data)
+		}
+		if size > MaxAppendBytes && len(req.Entries) > 1 {
+			return fmt.Errorf("an RPC carried %d entries, %d bytes", len(req.Entries), size)
+		}
+		if req.PrevLogEntry != prevIndex || req.PrevLogTerm != prevTerm || req.Term != 7 || req.LeaderCommitIndex != 90 {
+			return fmt.Errorf("an RPC follows entry %d of term %d (term %d, commit %d); want entry %d of term %d",
+				req.PrevLogEntry, req.PrevLogTerm, req.Term, req.LeaderCommitIndex, prevIndex, prevTerm)
+		}
+		if n := len(req.Entries); n > 0 {
+			prevIndex, prevTerm = req.Entries[n-1].Index, req.Entries[n-1].Term
+		}
+		all = append(all, req.Entries...)
+	}
+	if len(all) != len(want) {
+		return fmt.Errorf("%d entries arrived, want %d", len(all), len(want))
+	}
+	for i := range want {
+		if all[i].Index != want[i].Index || !bytes.Equal(all[i].Data, want[i].Data) {
+			return fmt.Errorf("entry %d arrived as entry %d or with other data", want[i].Index, all[i].Index)
+		}
+	}
+	return nil
+}
