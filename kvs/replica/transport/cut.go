@@ -14,15 +14,20 @@ import (
 const MaxAppendBytes = 8 << 20
 
 // Network is hashicorp/raft's network transport, whose AppendEntries
-// RPCs carry at most MaxAppendBytes of entries each: a synchronous one is
-// cut short (Raft sends the rest next, as it does past
-// MaxAppendEntries), and a pipelined one is sent as several RPCs in a
-// row, each answered on the pipeline's channel as Raft's would be.
+// RPCs carry at most MaxAppendBytes of entries each: a larger request is
+// cut short in place, as Raft cuts one at MaxAppendEntries, and Raft,
+// which reads the request's entries after the call to know what was
+// sent, sends the rest next: at once when not pipelining, and with the
+// next entry stored or after its CommitTimeout (50 ms) when pipelining.
+// Sending the rest at once as more pipelined RPCs would let one call
+// fill the pipeline: Raft notices a refusal (a follower's full disk, a
+// newer term) only between its calls, and a pipeline whose answers
+// nobody reads any more blocks its sender for good.
 type Network struct{ *raft.NetworkTransport }
 
 // AppendEntries implements raft.Transport.
 func (n *Network) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
-	args.Entries = args.Entries[:appendCut(args.Entries, 0)]
+	cutAppend(args)
 	return n.NetworkTransport.AppendEntries(id, target, args, resp)
 }
 
@@ -35,49 +40,28 @@ func (n *Network) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddr
 	return cutPipeline{p}, nil
 }
 
-// cutPipeline sends a pipelined AppendEntries of more than MaxAppendBytes
-// as several RPCs, each following on from the one before (its previous
-// entry is the one before's last), so that the follower appends them in
-// turn and Raft, reading each answer on Consumer, counts each one's
-// entries as replicated once answered.
+// cutPipeline cuts each pipelined AppendEntries as Network cuts one.
 type cutPipeline struct{ raft.AppendPipeline }
 
-// AppendEntries implements raft.AppendPipeline. The future returned is
-// the last RPC's; Raft reads the answers from Consumer.
+// AppendEntries implements raft.AppendPipeline.
 func (p cutPipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) (raft.AppendFuture, error) {
-	entries := args.Entries
-	for from := 0; ; {
-		to := appendCut(entries, from)
-		if from == 0 && to == len(entries) {
-			return p.AppendPipeline.AppendEntries(args, resp)
-		}
-		part := *args
-		part.Entries = entries[from:to]
-		if from > 0 {
-			prev := entries[from-1]
-			part.PrevLogEntry, part.PrevLogTerm = prev.Index, prev.Term
-		}
-		partResp := resp
-		if to < len(entries) {
-			partResp = new(raft.AppendEntriesResponse)
-		}
-		f, err := p.AppendPipeline.AppendEntries(&part, partResp)
-		if err != nil || to == len(entries) {
-			return f, err
-		}
-		from = to
-	}
+	cutAppend(args)
+	return p.AppendPipeline.AppendEntries(args, resp)
 }
 
-// appendCut returns where the RPC that starts at entries[from] ends: past
-// as many entries as fit MaxAppendBytes, and at least one.
-func appendCut(entries []*raft.Log, from int) int {
+// cutAppend cuts req's entries after as many as fit MaxAppendBytes (at
+// least one). A request cut short tells the follower the leader's commit
+// index only up to its own last entry: a follower commits up to the
+// commit index or its own last entry, and its log past the entries sent
+// may still hold entries of an old term.
+func cutAppend(req *raft.AppendEntriesRequest) {
 	size := 0
-	for i := from; i < len(entries); i++ {
-		size += len(entries[i].Data) + len(entries[i].Extensions)
-		if size > MaxAppendBytes && i > from {
-			return i
+	for i, e := range req.Entries {
+		size += len(e.Data) + len(e.Extensions)
+		if size > MaxAppendBytes && i > 0 {
+			req.Entries = req.Entries[:i]
+			req.LeaderCommitIndex = min(req.LeaderCommitIndex, req.Entries[i-1].Index)
+			return
 		}
 	}
-	return len(entries)
 }

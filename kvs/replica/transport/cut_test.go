@@ -14,30 +14,46 @@ import (
 // TestAppendEntriesCutToMaxAppendBytes: 20 entries of 1 MiB reach the
 // follower in RPCs of at most MaxAppendBytes that follow on from each
 // other (each one's previous entry is the last one's last), in order,
-// with every entry's data; a synchronous AppendEntries sends the first
-// RPC's worth and says so in the request; a pipelined one sends them all,
-// each answered on the pipeline's channel. Raft's own transport, the
-// planted bug, sends one RPC of 20 MiB, which the check refuses.
+// with every entry's data, sent as Raft sends the rest of a request cut
+// short: a request from the next entry on, synchronous or pipelined. A
+// request cut short names only the entries sent, and a commit index no
+// higher than its last. Raft's own transport, the planted bug, sends one
+// RPC of 20 MiB, which the check refuses.
 func TestAppendEntriesCutToMaxAppendBytes(t *testing.T) {
 	var entries []*raft.Log
 	for i := range 20 {
 		entries = append(entries, &raft.Log{Index: uint64(101 + i), Term: 7, Type: raft.LogCommand,
 			Data: bytes.Repeat([]byte{byte(i)}, 1<<20)})
 	}
-	request := func() *raft.AppendEntriesRequest {
-		return &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("s"), Addr: []byte("s")},
-			Term: 7, PrevLogEntry: 100, PrevLogTerm: 6, LeaderCommitIndex: 90, Entries: append([]*raft.Log(nil), entries...)}
+	// request asks for the entries from index next on, as Raft's
+	// setupAppendEntries does, with the commit index of a leader whose last entry is 120.
+	request := func(next uint64) *raft.AppendEntriesRequest {
+		req := &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("s"), Addr: []byte("s")},
+			Term: 7, PrevLogEntry: 100, PrevLogTerm: 6, LeaderCommitIndex: 115}
+		if next > 101 {
+			req.PrevLogEntry, req.PrevLogTerm = next-1, 7
+		}
+		req.Entries = append(req.Entries, entries[next-101:]...)
+		return req
 	}
 
-	// Synchronous: the first RPC's worth goes, and the request says which.
+	// Synchronous, as replicateTo sends: each call sends what fits and
+	// says so in its request; the next starts after it.
 	from, got := cutPair(t, true)
-	req, resp := request(), new(raft.AppendEntriesResponse)
-	require.NoError(t, from.AppendEntries("r", "r", req, resp))
-	require.True(t, resp.Success)
-	require.Len(t, req.Entries, 8, "the request must show what was sent")
-	require.NoError(t, cutError((<-got)[:1], entries[:8]))
+	var calls []int
+	for next := uint64(101); next <= 120; {
+		req, resp := request(next), new(raft.AppendEntriesResponse)
+		require.NoError(t, from.AppendEntries("r", "r", req, resp))
+		require.True(t, resp.Success)
+		last := req.Entries[len(req.Entries)-1].Index
+		require.LessOrEqual(t, req.LeaderCommitIndex, last, "a request cut short told a commit index past its entries")
+		calls, next = append(calls, len(req.Entries)), last+1
+	}
+	require.Equal(t, []int{8, 8, 4}, calls)
+	require.NoError(t, cutError(<-got, entries))
 
-	// Pipelined: every entry goes, in RPCs that follow on.
+	// Pipelined, as pipelineSend sends: the same cuts, each answered on
+	// the pipeline's channel.
 	from, got = cutPair(t, true)
 	p, err := from.AppendEntriesPipeline("r", "r")
 	require.NoError(t, err)
@@ -57,14 +73,18 @@ func TestAppendEntriesCutToMaxAppendBytes(t *testing.T) {
 			}
 		}
 	}()
-	_, err = p.AppendEntries(request(), new(raft.AppendEntriesResponse))
-	require.NoError(t, err)
+	for next := uint64(101); next <= 120; {
+		req := request(next)
+		_, err = p.AppendEntries(req, new(raft.AppendEntriesResponse))
+		require.NoError(t, err)
+		next = req.Entries[len(req.Entries)-1].Index + 1
+	}
 	require.Equal(t, 3, <-answered, "each RPC answered on the pipeline's channel")
 	require.NoError(t, cutError(<-got, entries))
 
 	// Planted: Raft's own transport sends 20 MiB in one RPC.
 	from, got = cutPair(t, false)
-	require.NoError(t, from.AppendEntries("r", "r", request(), new(raft.AppendEntriesResponse)))
+	require.NoError(t, from.AppendEntries("r", "r", request(101), new(raft.AppendEntriesResponse)))
 	require.Error(t, cutError(<-got, entries), "the check took an RPC of 20 MiB")
 }
 
@@ -129,9 +149,9 @@ func cutError(reqs []*raft.AppendEntriesRequest, want []*raft.Log) error {
 		if size > MaxAppendBytes && len(req.Entries) > 1 {
 			return fmt.Errorf("an RPC carried %d entries, %d bytes", len(req.Entries), size)
 		}
-		if req.PrevLogEntry != prevIndex || req.PrevLogTerm != prevTerm || req.Term != 7 || req.LeaderCommitIndex != 90 {
-			return fmt.Errorf("an RPC follows entry %d of term %d (term %d, commit %d); want entry %d of term %d",
-				req.PrevLogEntry, req.PrevLogTerm, req.Term, req.LeaderCommitIndex, prevIndex, prevTerm)
+		if req.PrevLogEntry != prevIndex || req.PrevLogTerm != prevTerm || req.Term != 7 {
+			return fmt.Errorf("an RPC follows entry %d of term %d (term %d); want entry %d of term %d",
+				req.PrevLogEntry, req.PrevLogTerm, req.Term, prevIndex, prevTerm)
 		}
 		if n := len(req.Entries); n > 0 {
 			prevIndex, prevTerm = req.Entries[n-1].Index, req.Entries[n-1].Term
