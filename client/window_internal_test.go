@@ -63,7 +63,9 @@ func sentToSilentServer(t *testing.T, window *semaphore.Weighted, calls, size in
 	s := newServerConn(ln.Addr().String(), &cfg, new(traffic))
 	s.window = window
 	ctx, cancel := context.WithCancel(context.Background())
-	long := func(ctx context.Context) (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, time.Minute) }
+	long := func(ctx context.Context) (context.Context, context.CancelFunc) {
+		return context.WithTimeout(ctx, time.Minute)
+	}
 	var callers sync.WaitGroup
 	value := strings.Repeat("v", wire.MaxValueBytes)
 	for i := range calls {
