@@ -11,8 +11,9 @@
 //
 // What the stores add to hashicorp/raft's:
 //
-//   - Two log formats (logstore.go): raft-wal segment files (the default)
-//     or a raft-boltdb file; a data dir keeps the format it was made with.
+//   - Two log formats (logstore.go): raft-wal segment files (the default,
+//     over package walfiles's file layer) or a raft-boltdb file; a data
+//     dir keeps the format it was made with.
 //   - A CRC-32C on every entry, checked whenever one is read
 //     (checkedlog.go), and before Raft reads anything, a check of the
 //     whole log, the WAL's tail (waltail.go) and the latest snapshot

@@ -6,18 +6,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sync"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	wal "github.com/hashicorp/raft-wal"
-	walfs "github.com/hashicorp/raft-wal/fs"
-	"github.com/hashicorp/raft-wal/segment"
-	"github.com/hashicorp/raft-wal/types"
 	"go.etcd.io/bbolt"
 
 	"github.com/batchkv/batchkv/kvs/replica/durablefs"
+	"github.com/batchkv/batchkv/kvs/replica/raftstore/walfiles"
 )
 
 // LogFormat is how a replica keeps its Raft log, term and vote on disk.
@@ -123,29 +119,17 @@ func openLogStore(dir string, format LogFormat, noSync bool, hlog hclog.Logger) 
 	if err := durablefs.MkdirAllDurable(walDir, DataDirMode); err != nil {
 		return nil, err
 	}
-	if err := removeSwept(walDir); err != nil {
-		return nil, err
-	}
-	pending := new(sync.WaitGroup)
-	var vfs types.VFS = sweepFS{VFS: walfs.New(), pending: pending}
-	if noSync {
-		vfs = noSyncFS{vfs}
-	}
-	vfs = plantLateSync(vfs)
-	w, err := wal.Open(walDir, wal.WithLogger(hlog.Named("wal")), wal.WithSegmentSize(WALSegmentSize),
-		wal.WithSegmentFiler(sealingFiler{segment.NewFiler(walDir, vfs)}))
-	pending.Wait() // what the open deleted is gone when it returns
+	w, err := walfiles.Open(walDir, WALSegmentSize, noSync, hlog.Named("wal"))
 	if err != nil {
 		return nil, err
 	}
-	swept := sweptWAL{WAL: w, pending: pending}
 	// The WAL's meta file (term and vote) is synced, its name is not
 	// (the first segment's sync does that, never under -unsafe-nosync).
 	if err := durablefs.SyncDir(walDir); err != nil {
-		_ = swept.Close()
+		_ = w.Close()
 		return nil, err
 	}
-	return swept, nil
+	return w, nil
 }
 
 // Close closes a log store that holds files.
@@ -168,32 +152,3 @@ func Close(s Store) error {
 func boltOptions() *bbolt.Options {
 	return &bbolt.Options{NoFreelistSync: true, FreelistType: bbolt.FreelistMapType}
 }
-
-// noSyncFS is a WAL's file system whose segment files never sync: the
-// log of -unsafe-nosync. (The WAL's small meta file, written when a
-// segment fills, still syncs.)
-type noSyncFS struct{ types.VFS }
-
-// Create implements types.VFS.
-func (fs noSyncFS) Create(dir, name string, size uint64) (types.WritableFile, error) {
-	f, err := fs.VFS.Create(dir, name, size)
-	if err != nil {
-		return nil, err
-	}
-	return noSyncFile{f}, nil
-}
-
-// OpenWriter implements types.VFS.
-func (fs noSyncFS) OpenWriter(dir, name string) (types.WritableFile, error) {
-	f, err := fs.VFS.OpenWriter(dir, name)
-	if err != nil {
-		return nil, err
-	}
-	return noSyncFile{f}, nil
-}
-
-// noSyncFile is a segment file whose Sync does nothing.
-type noSyncFile struct{ types.WritableFile }
-
-// Sync implements types.WritableFile: it does nothing.
-func (noSyncFile) Sync() error { return nil }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/batchkv/batchkv/internal/powercut"
 	"github.com/batchkv/batchkv/kvs/replica/durablefs"
+	"github.com/batchkv/batchkv/kvs/replica/raftstore/walfiles"
 )
 
 // walFiles returns the names in a WAL dir that end in suffix.
@@ -46,16 +47,16 @@ func TestWALSweepsDroppedSegments(t *testing.T) {
 	require.Equal(t, before[1:], after, "the dropped segment still has its name")
 	checkLog(t, s, 2501, 3000)
 	require.NoError(t, Close(s))
-	require.Empty(t, walFiles(t, walDir, sweptSuffix), "the log closed before its dropped segment was unlinked")
+	require.Empty(t, walFiles(t, walDir, walfiles.SweptSuffix), "the log closed before its dropped segment was unlinked")
 
 	// A sweeper stopped before its unlink, and a rename a power cut undid.
 	live, err := os.ReadFile(filepath.Join(walDir, after[0]))
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(walDir, before[0]+sweptSuffix), live, 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(walDir, before[0]+walfiles.SweptSuffix), live, 0o600))
 	require.NoError(t, os.WriteFile(filepath.Join(walDir, before[0]), live, 0o600))
 	s, err = openLogStore(dir, LogWAL, false, hclog.NewNullLogger())
 	require.NoError(t, err)
-	require.Empty(t, walFiles(t, walDir, sweptSuffix), "a swept segment outlived the open")
+	require.Empty(t, walFiles(t, walDir, walfiles.SweptSuffix), "a swept segment outlived the open")
 	require.Equal(t, after, walFiles(t, walDir, ".wal"), "the undone rename's segment outlived the open")
 	checkLog(t, s, 2501, 3000)
 	require.NoError(t, Close(s))
@@ -79,7 +80,7 @@ func TestPowerCutAfterSweep(t *testing.T) {
 	s, err = openLogStore(dir, LogWAL, false, hclog.NewNullLogger())
 	require.NoError(t, err)
 	walDir := filepath.Join(dir, walDirName)
-	require.Empty(t, walFiles(t, walDir, sweptSuffix), "a swept segment outlived the open")
+	require.Empty(t, walFiles(t, walDir, walfiles.SweptSuffix), "a swept segment outlived the open")
 	require.Len(t, walFiles(t, walDir, ".wal"), 1, "the dropped segment outlived the open")
 	checkLog(t, s, 2501, 3000)
 	require.NoError(t, Close(s))

@@ -1,4 +1,4 @@
-package raftstore
+package walfiles
 
 import (
 	"os"
@@ -23,8 +23,9 @@ import (
 // not list, which raft-wal deletes at open; a leftover *.wal.swept (not
 // a name raft-wal reads) is removed at open.
 
-// sweptSuffix marks a segment out of the log, waiting to be unlinked.
-const sweptSuffix = ".swept"
+// SweptSuffix ends the name of a segment out of the log, waiting to be
+// unlinked.
+const SweptSuffix = ".swept"
 
 // sweepFS is a WAL's file system whose Delete renames the segment away
 // and leaves the unlink and the directory's sync to a goroutine.
@@ -35,7 +36,7 @@ type sweepFS struct {
 
 // Delete implements types.VFS.
 func (fs sweepFS) Delete(dir, name string) error {
-	swept := name + sweptSuffix
+	swept := name + SweptSuffix
 	if err := os.Rename(filepath.Join(dir, name), filepath.Join(dir, swept)); err != nil {
 		return err
 	}
@@ -53,19 +54,19 @@ func (fs sweepFS) Delete(dir, name string) error {
 // server stopped.
 func removeSwept(dir string) error {
 	return durablefs.RemoveMatching(dir, func(e os.DirEntry) bool {
-		return !e.IsDir() && strings.HasSuffix(e.Name(), sweptSuffix)
+		return !e.IsDir() && strings.HasSuffix(e.Name(), SweptSuffix)
 	}, os.Remove)
 }
 
-// sweptWAL is a WAL whose Close also waits for its sweeper, so that
-// nothing of the WAL touches its directory once it is closed.
-type sweptWAL struct {
+// WAL is an open raft-wal log whose Close also waits for its sweeper, so
+// that nothing of the log touches its directory once it is closed.
+type WAL struct {
 	*wal.WAL
 	pending *sync.WaitGroup
 }
 
 // Close implements io.Closer.
-func (w sweptWAL) Close() error {
+func (w WAL) Close() error {
 	err := w.WAL.Close()
 	w.pending.Wait()
 	return err

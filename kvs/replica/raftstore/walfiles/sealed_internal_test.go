@@ -1,4 +1,4 @@
-package raftstore
+package walfiles
 
 import (
 	"bytes"
@@ -21,9 +21,10 @@ import (
 // sealedTestCall the bytes of each of its appends: a write buffer of 4
 // MiB for each segment that keeps its writer.
 const (
-	sealedTestSegments = 6
-	sealedTestEntry    = 192 << 10
-	sealedTestCall     = 16 * sealedTestEntry
+	sealedTestSegmentSize = 16 << 20 // raftstore's WALSegmentSize
+	sealedTestSegments    = 6
+	sealedTestEntry       = 192 << 10
+	sealedTestCall        = 16 * sealedTestEntry
 )
 
 // TestSealedSegmentsLetGoOfTheirBuffers: raft-wal's own filer keeps a
@@ -52,7 +53,7 @@ func TestSealedSegmentsLetGoOfTheirBuffers(t *testing.T) {
 func retainedBySegments(t *testing.T, wrap func(types.SegmentFiler) types.SegmentFiler) int64 {
 	dir := t.TempDir()
 	open := func() *wal.WAL {
-		w, err := wal.Open(dir, wal.WithSegmentSize(WALSegmentSize),
+		w, err := wal.Open(dir, wal.WithSegmentSize(sealedTestSegmentSize),
 			wal.WithSegmentFiler(wrap(segment.NewFiler(dir, noSyncFS{walfs.New()}))))
 		require.NoError(t, err)
 		return w
@@ -60,7 +61,7 @@ func retainedBySegments(t *testing.T, wrap func(types.SegmentFiler) types.Segmen
 	w := open()
 	before := heapInUse()
 
-	perSegment := WALSegmentSize/sealedTestCall + 1
+	perSegment := sealedTestSegmentSize/sealedTestCall + 1
 	var stored atomic.Uint64
 	stop := make(chan struct{})
 	var readers sync.WaitGroup

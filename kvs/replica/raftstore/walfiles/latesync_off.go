@@ -1,6 +1,6 @@
 //go:build !planted_latesync
 
-package raftstore
+package walfiles
 
 import "github.com/hashicorp/raft-wal/types"
 
