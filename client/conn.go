@@ -14,10 +14,7 @@ import (
 
 	"github.com/batchkv/batchkv/internal/breaker"
 	"github.com/batchkv/batchkv/internal/busypoll"
-	"github.com/batchkv/batchkv/internal/muxconn"
-	"github.com/batchkv/batchkv/internal/netcount"
-	"github.com/batchkv/batchkv/internal/rawsock"
-	"github.com/batchkv/batchkv/internal/rpcdial"
+	"github.com/batchkv/batchkv/internal/rpcconn"
 	"github.com/batchkv/batchkv/wire"
 )
 
@@ -40,8 +37,8 @@ type serverConn struct {
 	window *semaphore.Weighted
 
 	mu      sync.Mutex
-	clients []rpcConn // guarded by mu; nil slots are dialled on demand
-	closed  bool      // guarded by mu
+	clients []rpcconn.Conn // guarded by mu; nil slots are dialled on demand
+	closed  bool           // guarded by mu
 }
 
 func newServerConn(addr string, cfg *Config, t *traffic) *serverConn {
@@ -49,7 +46,7 @@ func newServerConn(addr string, cfg *Config, t *traffic) *serverConn {
 		addr: addr, codec: cfg.Codec, dialTimeout: cfg.DialTimeout, tls: cfg.TLS, traffic: t,
 		health:   breaker.New(cfg.FailureThreshold, cfg.Cooldown, cfg.MaxCooldown),
 		lonePoll: busypoll.New(cfg.LonePoll),
-		clients:  make([]rpcConn, cfg.ConnsPerServer),
+		clients:  make([]rpcconn.Conn, cfg.ConnsPerServer),
 		window:   semaphore.NewWeighted(replicatedWindow),
 	}
 }
@@ -71,7 +68,7 @@ func (s *serverConn) pick() int {
 }
 
 // get returns connection i, dialling it if needed.
-func (s *serverConn) get(ctx context.Context, i int) (rpcConn, error) {
+func (s *serverConn) get(ctx context.Context, i int) (rpcconn.Conn, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -80,7 +77,7 @@ func (s *serverConn) get(ctx context.Context, i int) (rpcConn, error) {
 	if c := s.clients[i]; c != nil {
 		return c, nil
 	}
-	c, err := dial(ctx, s.addr, s.codec, s.dialTimeout, s.tls, s.traffic, s.lonePoll)
+	c, err := rpcconn.Dial(ctx, s.addr, s.codec, s.dialTimeout, s.tls, &s.traffic.rx, &s.traffic.tx, s.lonePoll)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +86,7 @@ func (s *serverConn) get(ctx context.Context, i int) (rpcConn, error) {
 }
 
 // drop forgets connection i if it is still c, so the next call redials.
-func (s *serverConn) drop(i int, c rpcConn) {
+func (s *serverConn) drop(i int, c rpcconn.Conn) {
 	s.mu.Lock()
 	if s.clients[i] == c {
 		s.clients[i] = nil
@@ -137,7 +134,7 @@ func (s *serverConn) try(ctx context.Context, args *wire.BatchArgs, reply *wire.
 		}
 		return breaker.Failed, fmt.Errorf("%w: %s: %w", ErrUnavailable, s.addr, err)
 	}
-	callErr := c.call(ctx, args, reply, lone)
+	callErr := c.Call(ctx, args, reply, lone)
 	if callErr != nil && ctx.Err() != nil && errors.Is(callErr, ctx.Err()) {
 		if ctx.Err() == context.DeadlineExceeded {
 			// The server is slow or gone without a word. Drop the
@@ -173,39 +170,4 @@ func (s *serverConn) close() {
 			s.clients[i] = nil
 		}
 	}
-}
-
-// dial opens one net/rpc connection with the named codec: "binary" (the
-// default) or "gob", which speaks net/rpc's own HTTP CONNECT handshake and
-// gob encoding, as the course skeleton's client does; over TLS when
-// tlsCfg is set. A binary connection's lone calls poll as lonePoll
-// chooses, if its socket can (not over TLS, whose reads are the TLS
-// layer's).
-func dial(ctx context.Context, addr, codec string, timeout time.Duration, tlsCfg *tls.Config, t *traffic, lonePoll *busypoll.Policy) (rpcConn, error) {
-	raw, err := rpcdial.Dial(ctx, addr, timeout, tlsCfg)
-	if err != nil {
-		return nil, err
-	}
-	conn := &netcount.Conn{Conn: raw, In: &t.rx, Out: &t.tx}
-	switch codec {
-	case "", "binary":
-		cc, err := wire.NewClientCodec(conn)
-		if err != nil {
-			_ = conn.Close()
-			return nil, err
-		}
-		var polling *muxconn.Polling
-		if sp, ok := raw.(rawsock.ReadSpinner); ok {
-			polling = &muxconn.Polling{Socket: sp, Policy: lonePoll}
-		}
-		return muxCall{muxconn.New(conn, cc, polling)}, nil
-	case "gob":
-		rc, err := rpcdial.HTTPClient(conn, addr, timeout, tlsCfg != nil)
-		if err != nil {
-			return nil, err
-		}
-		return netrpcConn{rc}, nil
-	}
-	_ = conn.Close()
-	return nil, fmt.Errorf("client: unknown codec %q (want binary or gob)", codec)
 }
