@@ -67,9 +67,9 @@ const splitInFlight = 8
 // StatusUnavail (or the status of their own fault, as a server would
 // answer it).
 func (c *Client) sendShard(ctx context.Context, shard int, ops []wire.Op, results []wire.Result) error {
-	cuts := wire.EntryCuts(ops)
+	cuts, sizes := wire.EntryCuts(ops)
 	if len(cuts) == 2 {
-		return c.sendShardOnce(ctx, shard, ops, results)
+		return c.sendShardOnce(ctx, shard, ops, results, sizes[0])
 	}
 	notSent := func(from, to int) { unsent(ops[from:to], results[from:to]) }
 	send := func(i int) error {
@@ -77,7 +77,7 @@ func (c *Client) sendShard(ctx context.Context, shard int, ops []wire.Op, result
 			notSent(cuts[i], cuts[i+1])
 			return c.giveUp(nil, nil, err)
 		}
-		return c.sendShardOnce(ctx, shard, ops[cuts[i]:cuts[i+1]], results[cuts[i]:cuts[i+1]])
+		return c.sendShardOnce(ctx, shard, ops[cuts[i]:cuts[i+1]], results[cuts[i]:cuts[i+1]], sizes[i])
 	}
 	if !wire.DistinctKeys(ops) {
 		for i := 0; i+1 < len(cuts); i++ {
@@ -97,9 +97,10 @@ func (c *Client) sendShard(ctx context.Context, shard int, ops []wire.Op, result
 }
 
 // sendShardOnce sends ops, all of one shard, to its leader as one
-// request, following redirects and retrying with the same session number
-// until the results are final or ctx ends.
-func (c *Client) sendShardOnce(ctx context.Context, shard int, ops []wire.Op, results []wire.Result) error {
+// request of size bytes at most (wire.BatchArgsBound), following
+// redirects and retrying with the same session number until the results
+// are final or ctx ends.
+func (c *Client) sendShardOnce(ctx context.Context, shard int, ops []wire.Op, results []wire.Result, size int) error {
 	sess := c.sessions.Get()
 	defer c.sessions.Put(sess)
 	sess.Seq++
@@ -107,7 +108,7 @@ func (c *Client) sendShardOnce(ctx context.Context, shard int, ops []wire.Op, re
 	backoff := retryBackoffMin
 	var lastErr error
 	quick := 0 // redirects followed without a pause
-	room := min(int64(wire.BatchArgsBound(ops)), replicatedWindow)
+	room := min(int64(size), replicatedWindow)
 	for attempt := 0; ; attempt++ {
 		if attempt == 1 {
 			c.traffic.resent.Add(uint64(len(ops)))

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sync/semaphore"
 
+	"github.com/batchkv/batchkv/internal/netcount"
 	"github.com/batchkv/batchkv/wire"
 )
 
@@ -41,7 +42,7 @@ func TestReplicatedWindowBoundsBytesInFlight(t *testing.T) {
 func sentToSilentServer(t *testing.T, window *semaphore.Weighted, calls, size int) int64 {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	var read atomic.Int64
+	var read, written atomic.Uint64
 	var conns sync.WaitGroup
 	go func() {
 		for {
@@ -52,7 +53,7 @@ func sentToSilentServer(t *testing.T, window *semaphore.Weighted, calls, size in
 			conns.Add(1)
 			go func() {
 				defer conns.Done()
-				_, _ = io.Copy(io.Discard, countingReader{c, &read})
+				_, _ = io.Copy(io.Discard, &netcount.Conn{Conn: c, In: &read, Out: &written})
 				_ = c.Close()
 			}()
 		}
@@ -85,7 +86,7 @@ func sentToSilentServer(t *testing.T, window *semaphore.Weighted, calls, size in
 	last, still := int64(-1), 0
 	for deadline := time.Now().Add(20 * time.Second); still < 4 && time.Now().Before(deadline); {
 		time.Sleep(50 * time.Millisecond)
-		if n := read.Load(); n == last && n > 0 {
+		if n := int64(read.Load()); n == last && n > 0 {
 			still++
 		} else {
 			last, still = n, 0
@@ -97,16 +98,4 @@ func sentToSilentServer(t *testing.T, window *semaphore.Weighted, calls, size in
 	_ = ln.Close()
 	conns.Wait()
 	return last
-}
-
-// countingReader counts what it reads into n.
-type countingReader struct {
-	r io.Reader
-	n *atomic.Int64
-}
-
-func (c countingReader) Read(p []byte) (int, error) {
-	k, err := c.r.Read(p)
-	c.n.Add(int64(k))
-	return k, err
 }

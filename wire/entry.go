@@ -22,28 +22,29 @@ func EntryBound(ops []Op) (size int, over bool) {
 
 // EntryCuts returns where to cut ops, all for one shard, into runs that
 // a server takes: runs ops[cuts[i]:cuts[i+1]], each within MaxEntryBytes
-// or of one op. Ops that do not write, which make no entry, are one run
-// whatever their size, as is a part within the bound.
-func EntryCuts(ops []Op) []int {
+// or of one op, and sizes[i], the BatchArgsBound of run i. Ops that do
+// not write, which make no entry, are one run whatever their size, as is
+// a part within the bound.
+func EntryCuts(ops []Op) (cuts, sizes []int) {
 	size, writes := batchHeaderBound, false
 	for i := range ops {
 		size += ops[i].bound()
 		writes = writes || ops[i].Code != OpGet
 	}
 	if !writes || len(ops) < 2 || size <= MaxEntryBytes {
-		return []int{0, len(ops)}
+		return []int{0, len(ops)}, []int{size}
 	}
-	cuts := []int{0}
+	cuts = []int{0}
 	n := batchHeaderBound
 	for i := range ops {
 		b := ops[i].bound()
 		if i > cuts[len(cuts)-1] && n+b > MaxEntryBytes {
-			cuts = append(cuts, i)
+			cuts, sizes = append(cuts, i), append(sizes, n)
 			n = batchHeaderBound
 		}
 		n += b
 	}
-	return append(cuts, len(ops))
+	return append(cuts, len(ops)), append(sizes, n)
 }
 
 // DistinctKeys says whether no two of ops have the same key.

@@ -33,7 +33,7 @@ func TestEntryCutsKeepEveryRunWithinTheBound(t *testing.T) {
 	}
 	for name, ops := range cases {
 		t.Run(name, func(t *testing.T) {
-			cuts := EntryCuts(ops)
+			cuts, sizes := EntryCuts(ops)
 			if cuts[0] != 0 || cuts[len(cuts)-1] != len(ops) || len(cuts) < 3 {
 				t.Fatalf("cuts %v do not cut %d ops", cuts, len(ops))
 			}
@@ -44,6 +44,9 @@ func TestEntryCutsKeepEveryRunWithinTheBound(t *testing.T) {
 				}
 				if overEntryBound(run) {
 					t.Fatalf("run %d (%d ops, %d bytes) is over the bound", i, len(run), BatchArgsBound(run))
+				}
+				if sizes[i] != BatchArgsBound(run) {
+					t.Fatalf("run %d's size is %d, its bound %d", i, sizes[i], BatchArgsBound(run))
 				}
 				// Runs are as large as they may be: the next op would not fit.
 				if i+2 < len(cuts) && !overEntryBound(ops[cuts[i]:cuts[i+1]+1]) {
@@ -62,7 +65,7 @@ func TestEntryCutsLeaveSmallAndReadOnlyPartsWhole(t *testing.T) {
 		gets[i] = Op{Code: OpGet, Key: strings.Repeat("k", 100) + strconv.Itoa(i)}
 	}
 	for name, ops := range map[string][]Op{"2000 small puts": putsOf(2000, 128), "read-only": gets, "one large put": putsOf(1, MaxValueBytes)} {
-		if cuts := EntryCuts(ops); len(cuts) != 2 || cuts[1] != len(ops) {
+		if cuts, _ := EntryCuts(ops); len(cuts) != 2 || cuts[1] != len(ops) {
 			t.Errorf("%s: cut at %v", name, cuts)
 		}
 	}
