@@ -169,10 +169,10 @@ printf 'package zzplanted\n\nimport _ "%s/wire"\n' "$module" > "$tmp/src/zz.go"
 printf '{"Replace": {"%s/internal/zzplanted/zz.go": "%s/src/zz.go"}}\n' "$PWD" "$tmp" > "$tmp/new-package.json"
 expect_fail "new package internal/zzplanted" "| ${bt}internal/zzplanted${bt} | 1 | ... |" "$doc" -overlay "$tmp/new-package.json"
 
-# An import up the layers: kvs/store (layer 1) importing client (layer 2).
+# An import up the layers: kvs/store (layer 1) importing client (layer 3).
 printf 'package store\n\nimport _ "%s/client"\n' "$module" > "$tmp/src/up.go"
 printf '{"Replace": {"%s/kvs/store/zz_planted_up.go": "%s/src/up.go"}}\n' "$PWD" "$tmp" > "$tmp/up.json"
-expect_fail "kvs/store importing client" "kvs/store (layer 1) imports client (layer 2)" "$doc" -overlay "$tmp/up.json"
+expect_fail "kvs/store importing client" "kvs/store (layer 1) imports client (layer 3)" "$doc" -overlay "$tmp/up.json"
 
 # An import across a layer: wire and ring are both layer 0.
 printf 'package ring\n\nimport _ "%s/wire"\n' "$module" > "$tmp/src/across.go"
