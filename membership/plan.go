@@ -49,7 +49,8 @@ func (c *Driver) AddMember(addr string) error {
 	case err != nil:
 		return fmt.Errorf("membership: %s does not answer: %w", addr, err)
 	case l.Epoch == 0 || l.Shards != m.Shards:
-		return fmt.Errorf("membership: %s is not a replicated server of this cluster (start it with -join)", addr)
+		return fmt.Errorf("membership: %s is not a replicated server of this cluster (start it with -join): it answers a map of epoch %d and %d shards, where this cluster has %d shards",
+			addr, l.Epoch, l.Shards, m.Shards)
 	}
 	next := m.Clone()
 	next.Servers = append(next.Servers, addr)

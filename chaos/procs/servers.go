@@ -45,7 +45,8 @@ type Servers struct {
 	mu      sync.Mutex
 	procs   []*exec.Cmd // nil while a server is down
 	exits   []chan struct{}
-	retired map[int]bool // servers removed from the cluster and stopped for good
+	retired map[int]bool         // servers removed from the cluster and stopped for good
+	held    map[int]net.Listener // spares' ports until their start (ports.go)
 }
 
 // Start starts every server of cfg but the spares, and waits until each
@@ -58,7 +59,8 @@ func Start(cfg Config) (*Servers, error) {
 		cfg.RF = cfg.Servers
 	}
 	n := cfg.Servers + cfg.Spares
-	c := &Servers{cfg: cfg, procs: make([]*exec.Cmd, n), exits: make([]chan struct{}, n), retired: map[int]bool{}}
+	c := &Servers{cfg: cfg, procs: make([]*exec.Cmd, n), exits: make([]chan struct{}, n), retired: map[int]bool{},
+		held: map[int]net.Listener{}}
 	if cfg.TLS {
 		if err := c.makeCerts(); err != nil {
 			return nil, err
@@ -84,8 +86,14 @@ func Start(cfg Config) (*Servers, error) {
 	if c.Links, err = faultnet.NewLinks(c.Addrs); err != nil {
 		return nil, err
 	}
-	for _, ln := range held {
-		_ = ln.Close()
+	// The members start now; each spare's port stays held until its
+	// start.
+	for i, ln := range held {
+		if i < cfg.Servers {
+			_ = ln.Close()
+		} else {
+			c.held[i] = ln
+		}
 	}
 	held = nil
 	if cfg.SmallDisks > 0 {
@@ -127,6 +135,7 @@ func (c *Servers) Start(i int) error {
 	}
 	cmd := exec.Command(c.cfg.Bin, c.args(i)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	c.releasePort(i)
 	if err := cmd.Start(); err != nil {
 		_ = logf.Close()
 		return fmt.Errorf("chaos: start server %d: %w", i, err)
@@ -143,7 +152,11 @@ func (c *Servers) Start(i int) error {
 	deadline := time.Now().Add(startWithin)
 	for {
 		if _, err := c.Admin.Status(c.Addrs[i], wire.StatusRequest{}, 500*time.Millisecond); err == nil {
-			return nil
+			// Another process may answer there: then this one
+			// exits, as its port is taken.
+			if own, err := listensAt(cmd.Process.Pid, c.Addrs[i]); own || err != nil {
+				return err
+			}
 		}
 		select {
 		case <-exited:
@@ -256,6 +269,7 @@ func (c *Servers) Close() {
 		}()
 	}
 	wg.Wait()
+	c.releasePorts()
 	c.unmountSmallDisks()
 	if c.Links != nil {
 		c.Links.Close()
