@@ -61,6 +61,9 @@ func listensAt(pid int, addr string) (bool, error) {
 	}
 	fdDir := filepath.Join("/proc", strconv.Itoa(pid), "fd")
 	fds, err := os.ReadDir(fdDir)
+	if os.IsNotExist(err) {
+		return false, nil // the process is gone
+	}
 	if err != nil {
 		return false, err
 	}
