@@ -78,6 +78,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	join := fs.String("join", "", "host:port of any member of a running replicated cluster to join, in place of -peers (then kvsctl add-server this server); its shards, -rf and map come from the cluster")
 	vnodes := fs.Int("vnodes", 0, fmt.Sprintf("virtual nodes per server on the ring; clients must use the same (0: the default, %d)", ring.DefaultVirtualNodes))
 	report := fs.Duration("report", time.Second, "interval of the rate report (0: no report)")
+	stopWithin := fs.Duration("stop-within", defaultStopWithin, "on SIGTERM or SIGINT, exit this long after the signal even if closing has not finished, after writing every goroutine's stack to the log (0: wait for the close)")
 	frameTimeout := fs.Duration("frame-timeout", kvs.DefaultFrameTimeout, "close a connection whose request frame stalls this long")
 	storeName := fs.String("store", store.DefaultKind, "store implementation: "+strings.Join(store.Kinds, " or "))
 	admin := fs.String("admin", "", "host:port of the admin HTTP server with /metrics (Prometheus) and /debug/pprof, unauthenticated (empty: none; empty host: 127.0.0.1)")
@@ -236,7 +237,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down")
-		return srv.Close()
+		return closeWithin(srv.Close, *stopWithin, stderr)
 	case err := <-errc:
 		_ = srv.Close()
 		return err
