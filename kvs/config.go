@@ -86,6 +86,10 @@ type Config struct {
 	// RaftLog is how each shard keeps its Raft log in DataDir; "" means
 	// raftstore.LogWAL.
 	RaftLog raftstore.LogFormat
+	// RaftLogBytes bounds the bytes of the Raft logs in DataDir (package
+	// logbound): 0, by entry counts only; logbound.Auto, a quarter of its
+	// file system.
+	RaftLogBytes int64
 	// Raft sets the Raft timeouts and failover delays; zero means
 	// replica.DefaultTiming().
 	Raft replica.Timing

@@ -12,6 +12,7 @@ import (
 	"github.com/batchkv/batchkv/internal/netcount"
 	"github.com/batchkv/batchkv/kvs/backend"
 	"github.com/batchkv/batchkv/kvs/replica"
+	"github.com/batchkv/batchkv/kvs/replica/logbound"
 	"github.com/batchkv/batchkv/kvs/replica/transport"
 	"github.com/batchkv/batchkv/kvs/stats"
 	"github.com/batchkv/batchkv/kvs/store"
@@ -76,6 +77,9 @@ func newReplicatedBackend(cfg *Config, apply *backend.Applier, stats *stats.Stat
 		Timing: cfg.Raft, SessionTTL: cfg.SessionTTL, NewStore: store.MakerOfKind(cfg.Store, cfg.account), Dial: raftDialer(cfg, stats),
 		PeerStatus: admin.Status, LeaseReads: cfg.ReadMode == ReadLease, Logger: cfg.Logger, LogCache: cfg.logCache,
 		RaftRefused: func(error) { stats.BadConns.Add(1) }}
+	if rc.LogBytes, err = logbound.ForDir(cfg.DataDir, cfg.RaftLogBytes); err != nil {
+		return nil, wire.ClusterMap{}, fmt.Errorf("kvs: %w", err)
+	}
 	rc.Reborn, rc.HostedElsewhere = rejoin.Reborn, rejoin.HostedElsewhere
 	if cfg.plantLease > 0 {
 		rc.Timing.LeaseRead, rc.LeaseUnchecked = cfg.plantLease, true

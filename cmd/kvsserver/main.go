@@ -33,6 +33,7 @@ import (
 	"github.com/batchkv/batchkv/kvs"
 	"github.com/batchkv/batchkv/kvs/memlimit"
 	"github.com/batchkv/batchkv/kvs/replica"
+	"github.com/batchkv/batchkv/kvs/replica/logbound"
 	"github.com/batchkv/batchkv/kvs/replica/raftstore"
 	"github.com/batchkv/batchkv/kvs/replica/transport"
 	"github.com/batchkv/batchkv/kvs/stats"
@@ -98,6 +99,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	dataDir := fs.String("data-dir", "", "directory of the Raft logs and snapshots; makes the server durable (default with -rf > 1: kvsdata/<host_port>)")
 	raftVia := fs.String("raft-via", "", "comma-separated peer=proxy pairs: dial a peer's Raft traffic through proxy host:port instead (fault experiments)")
 	noSync := fs.Bool("unsafe-nosync", false, "do not fsync the Raft log (experiments only: an acknowledged write may be lost on power failure)")
+	raftLogBytes := fs.String("raft-log-bytes", "auto", "bound on the bytes of the Raft logs in -data-dir, as bytes or with a unit (512MiB, 4GiB): a shard whose entries are large snapshots and trims its log sooner, so that the logs together keep about this much; auto: a quarter of the data dir's file system; 0: by entry counts only (-raft-snapshot-entries, -raft-trailing-logs)")
 	raftLog := fs.String("raft-log", string(raftstore.LogWAL), "how each shard keeps its Raft log in -data-dir: wal (segment files, one fsync per append) or bolt (a BoltDB file); a data dir keeps the format it was made with")
 	timing := replica.DefaultTiming()
 	fs.DurationVar(&timing.HeartbeatTimeout, "raft-heartbeat", timing.HeartbeatTimeout, "Raft heartbeat timeout: a follower that hears nothing from its leader this long calls an election")
@@ -124,6 +126,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	logBytes, err := parseRaftLogBytes(*raftLogBytes)
+	if err != nil {
+		return err
+	}
 	logFormat, err := raftstore.ParseLogFormat(*raftLog)
 	if err != nil {
 		return fmt.Errorf("-raft-log: %w", err)
@@ -140,7 +146,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	cfg := kvs.Config{VirtualNodes: *vnodes, FrameTimeout: *frameTimeout, Logger: log, Store: st, MaxMemory: maxMem,
-		RF: *rf, Shards: *shards, DataDir: *dataDir, InMemory: *inMemory, NoSync: *noSync, RaftLog: logFormat, Raft: timing, ReadMode: *readMode, Identity: id, Limits: lim}
+		RF: *rf, Shards: *shards, DataDir: *dataDir, InMemory: *inMemory, NoSync: *noSync, RaftLog: logFormat, RaftLogBytes: logBytes, Raft: timing, ReadMode: *readMode, Identity: id, Limits: lim}
 	cfg.GoMemoryLimit = os.Getenv("GOMEMLIMIT") == ""
 	if *raftVia != "" {
 		via, err := parseVia(*raftVia)
@@ -324,6 +330,18 @@ func guessSelf(peers []string, port int) (string, error) {
 		return "", errors.New("cannot tell which of -peers is this server: pass -self")
 	}
 	return found[0], nil
+}
+
+// parseRaftLogBytes reads -raft-log-bytes: "auto" is logbound.Auto.
+func parseRaftLogBytes(v string) (int64, error) {
+	if v == "auto" {
+		return logbound.Auto, nil
+	}
+	n, err := sysmem.ParseSize(v)
+	if err != nil {
+		return 0, fmt.Errorf("-raft-log-bytes: %w", err)
+	}
+	return n, nil
 }
 
 // parseMaxMemory reads -max-memory: "auto" is three quarters of what the

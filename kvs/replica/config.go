@@ -9,6 +9,7 @@ import (
 	"github.com/batchkv/batchkv/kvs/replica/commitgate"
 	"github.com/batchkv/batchkv/kvs/replica/failover"
 	"github.com/batchkv/batchkv/kvs/replica/fsm"
+	"github.com/batchkv/batchkv/kvs/replica/logbound"
 	"github.com/batchkv/batchkv/kvs/replica/logcache"
 	"github.com/batchkv/batchkv/kvs/replica/raftstore"
 	"github.com/batchkv/batchkv/kvs/replica/transport"
@@ -88,6 +89,9 @@ type Config struct {
 	// LogCache bounds the bytes the groups' log caches hold together (a
 	// share of the server's -max-memory). Nil: only their entry counts.
 	LogCache *logcache.Budget
+	// LogBytes bounds the bytes the groups' Raft logs keep on disk
+	// together (package logbound); nil: only the entry counts of Timing.
+	LogBytes *logbound.Budget
 	// RaftRefused is called for each Raft message a peer sent that broke
 	// transport.DefaultLimits (Raft then closes its connection); nil:
 	// only Raft's log line.

@@ -14,6 +14,7 @@ import (
 	"github.com/batchkv/batchkv/kvs/replica/diskspace"
 	"github.com/batchkv/batchkv/kvs/replica/fsm"
 	"github.com/batchkv/batchkv/kvs/replica/leadership"
+	"github.com/batchkv/batchkv/kvs/replica/logbound"
 	"github.com/batchkv/batchkv/kvs/replica/logcache"
 	"github.com/batchkv/batchkv/kvs/replica/raftstore"
 	"github.com/batchkv/batchkv/kvs/replica/transport"
@@ -87,6 +88,8 @@ type groupConfig struct {
 	disk *diskspace.Watch
 	// logCache is the budget of the server's log caches; nil: none.
 	logCache *logcache.Budget
+	// logBytes bounds the server's Raft logs in bytes; nil: none.
+	logBytes *logbound.Budget
 	// raftRefused is told of each Raft message refused; nil: none.
 	raftRefused func(error)
 }
@@ -179,6 +182,11 @@ func openGroup(gc groupConfig) (g *Group, err error) {
 		}
 	}
 	g.node.Watch(!existing && !gc.join && g.self == gc.replicas[0] && len(gc.replicas) > 1)
+	if gc.logBytes != nil {
+		tuner := logbound.NewTuner(gc.logBytes, logbound.Defaults(rc), logbound.OfRaft(g.raft, cached.Stored))
+		g.wg.Add(1)
+		go func() { defer g.wg.Done(); tuner.Run(g.stop) }()
+	}
 	if rebuilding {
 		g.wg.Add(1)
 		go g.watchRebuild(rebuildTo)

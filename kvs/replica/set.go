@@ -201,7 +201,7 @@ func (s *Set) openLocked(sh int, replicas []string, join bool) error {
 	g, err := s.openOrRebuild(groupConfig{
 		shard: sh, self: c.Self, replicas: replicas, join: join, dir: dir,
 		noSync: c.NoSync, logFormat: c.LogFormat, timing: c.Timing, dial: c.Dial, peerStat: c.PeerStatus, disk: s.disk,
-		newStore: c.NewStore, sessionTT: c.SessionTTL, leases: c.LeaseReads, log: c.Logger, logCache: c.LogCache,
+		newStore: c.NewStore, sessionTT: c.SessionTTL, leases: c.LeaseReads, log: c.Logger, logCache: c.LogCache, logBytes: c.LogBytes,
 		raftRefused: c.RaftRefused, damaged: func(err error) { go s.damaged(sh, opened.Load(), err) },
 	})
 	if err != nil {

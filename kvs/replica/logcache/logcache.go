@@ -47,6 +47,10 @@ type Cache struct {
 	store  raft.LogStore
 	budget *Budget
 
+	// stored and storedBytes count the entries stored through the cache,
+	// and their data and extensions.
+	stored, storedBytes atomic.Int64
+
 	mu    sync.RWMutex
 	ring  []*raft.Log // guarded by mu: entry i at i % len(ring)
 	first uint64      // guarded by mu: the cached entries are [first, next)
@@ -83,6 +87,10 @@ func (c *Cache) GetLog(idx uint64, log *raft.Log) error {
 	return c.store.GetLog(idx, log)
 }
 
+// Stored returns how many entries were stored through the cache, and
+// their bytes of data and extensions.
+func (c *Cache) Stored() (entries, bytes int64) { return c.stored.Load(), c.storedBytes.Load() }
+
 // StoreLog implements raft.LogStore.
 func (c *Cache) StoreLog(log *raft.Log) error { return c.StoreLogs([]*raft.Log{log}) }
 
@@ -92,6 +100,12 @@ func (c *Cache) StoreLogs(logs []*raft.Log) error {
 	if err := c.store.StoreLogs(logs); err != nil {
 		return err
 	}
+	var n int64
+	for _, l := range logs {
+		n += int64(len(l.Data) + len(l.Extensions))
+	}
+	c.stored.Add(int64(len(logs)))
+	c.storedBytes.Add(n)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, l := range logs {
