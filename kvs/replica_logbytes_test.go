@@ -13,6 +13,7 @@ import (
 
 	"github.com/batchkv/batchkv/internal/clustertest"
 	"github.com/batchkv/batchkv/kvs"
+	"github.com/batchkv/batchkv/kvs/replica"
 	"github.com/batchkv/batchkv/wire"
 )
 
@@ -40,7 +41,11 @@ func TestRaftLogsKeptWithinTheirBytes(t *testing.T) {
 // its data dir.
 func writeLargeValues(t *testing.T, bound int64) string {
 	var dir string
-	c := clustertest.New(t, 1, 1, 1, clustertest.WithConfig(func(_ int, cfg *kvs.Config) {
+	// raft's own snapshot check an hour apart: the bound's own snapshots
+	// are what must trim the log.
+	timing := replica.DefaultTiming()
+	timing.SnapshotInterval = time.Hour
+	c := clustertest.New(t, 1, 1, 1, clustertest.WithTiming(timing), clustertest.WithConfig(func(_ int, cfg *kvs.Config) {
 		cfg.RaftLogBytes, dir = bound, cfg.DataDir
 	}))
 	cl := c.Client(t)

@@ -4,6 +4,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"syscall"
 	"testing"
 	"time"
 
@@ -47,6 +48,8 @@ func TestSpareStartRefusesAnotherServer(t *testing.T) {
 	spare := 1
 	_, err = net.Listen("tcp", c.Addrs[spare])
 	require.Error(t, err, "the spare's port is held until it starts")
+	_, err = net.DialTimeout("tcp", c.Addrs[spare], time.Second)
+	require.ErrorIs(t, err, syscall.ECONNREFUSED, "a caller is refused there, as by a server that is down")
 
 	// Another test's server takes the port in the moment it is free.
 	c.releasePort(spare)

@@ -45,8 +45,8 @@ type Servers struct {
 	mu      sync.Mutex
 	procs   []*exec.Cmd // nil while a server is down
 	exits   []chan struct{}
-	retired map[int]bool         // servers removed from the cluster and stopped for good
-	held    map[int]net.Listener // spares' ports until their start (ports.go)
+	retired map[int]bool      // servers removed from the cluster and stopped for good
+	held    map[int]*portHold // spares' ports until their start (ports.go)
 }
 
 // Start starts every server of cfg but the spares, and waits until each
@@ -60,23 +60,35 @@ func Start(cfg Config) (*Servers, error) {
 	}
 	n := cfg.Servers + cfg.Spares
 	c := &Servers{cfg: cfg, procs: make([]*exec.Cmd, n), exits: make([]chan struct{}, n), retired: map[int]bool{},
-		held: map[int]net.Listener{}}
+		held: map[int]*portHold{}}
 	if cfg.TLS {
 		if err := c.makeCerts(); err != nil {
 			return nil, err
 		}
 	}
 	// Hold the servers' ports until the proxies have theirs, so that no
-	// proxy takes a server's port.
+	// proxy takes a server's port; a spare's stays reserved until its
+	// start (ports.go).
 	var held []net.Listener
 	defer func() {
 		for _, ln := range held {
 			_ = ln.Close()
 		}
 	}()
-	for range n {
+	for i := range n {
+		if i >= cfg.Servers {
+			h, addr, err := reservePort()
+			if err != nil {
+				c.releasePorts()
+				return nil, err
+			}
+			c.held[i] = h
+			c.Addrs = append(c.Addrs, addr)
+			continue
+		}
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
+			c.releasePorts()
 			return nil, err
 		}
 		held = append(held, ln)
@@ -84,16 +96,11 @@ func Start(cfg Config) (*Servers, error) {
 	}
 	var err error
 	if c.Links, err = faultnet.NewLinks(c.Addrs); err != nil {
+		c.releasePorts()
 		return nil, err
 	}
-	// The members start now; each spare's port stays held until its
-	// start.
-	for i, ln := range held {
-		if i < cfg.Servers {
-			_ = ln.Close()
-		} else {
-			c.held[i] = ln
-		}
+	for _, ln := range held {
+		_ = ln.Close()
 	}
 	held = nil
 	if cfg.SmallDisks > 0 {
@@ -154,8 +161,13 @@ func (c *Servers) Start(i int) error {
 		if _, err := c.Admin.Status(c.Addrs[i], wire.StatusRequest{}, 500*time.Millisecond); err == nil {
 			// Another process may answer there: then this one
 			// exits, as its port is taken.
-			if own, err := listensAt(cmd.Process.Pid, c.Addrs[i]); own || err != nil {
+			own, err := listensAt(cmd.Process.Pid, c.Addrs[i])
+			if err != nil {
+				_ = c.stop(i, syscall.SIGKILL, 0)
 				return err
+			}
+			if own {
+				return nil
 			}
 		}
 		select {

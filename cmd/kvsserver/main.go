@@ -44,6 +44,8 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// After the first signal, a second one kills at once (Go's default).
+	context.AfterFunc(ctx, stop)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	if err != nil && !errors.Is(err, cli.ErrHelpShown) {
 		fmt.Fprintln(os.Stderr, "kvsserver:", err)
@@ -245,7 +247,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		log.Info("shutting down")
 		return closeWithin(srv.Close, *stopWithin, stderr)
 	case err := <-errc:
-		_ = srv.Close()
+		_ = closeWithin(srv.Close, *stopWithin, stderr)
 		return err
 	}
 }

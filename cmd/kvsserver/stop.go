@@ -8,7 +8,8 @@ import (
 	"time"
 )
 
-// defaultStopWithin bounds how long a server takes to stop once signalled.
+// defaultStopWithin bounds how long a server takes to stop once signalled
+// (or once its listener fails); a second signal stops it at once.
 // Closing waits for the requests in hand and then for each shard's Raft
 // group; if something holds it past this (it happened once with a full
 // disk, and was never found), the server says what every goroutine was

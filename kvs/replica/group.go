@@ -60,6 +60,7 @@ type Group struct {
 
 	notify chan bool
 	stop   chan struct{}
+	halted sync.Once // closes stop
 	wg     sync.WaitGroup
 }
 
@@ -183,7 +184,7 @@ func openGroup(gc groupConfig) (g *Group, err error) {
 	}
 	g.node.Watch(!existing && !gc.join && g.self == gc.replicas[0] && len(gc.replicas) > 1)
 	if gc.logBytes != nil {
-		tuner := logbound.NewTuner(gc.logBytes, logbound.Defaults(rc), logbound.OfRaft(g.raft, cached.Stored))
+		tuner := logbound.NewTuner(gc.logBytes, logbound.Defaults(rc), logbound.OfRaft(g.raft, cached.Stored, g.log))
 		g.wg.Add(1)
 		go func() { defer g.wg.Done(); tuner.Run(g.stop) }()
 	}
@@ -387,8 +388,16 @@ func (g *Group) Store() store.Store { return g.fsm.Store() }
 // Shard returns the shard this group replicates.
 func (g *Group) Shard() int { return g.shard }
 
+// halt ends the group's own watchers (its log bound's snapshots among
+// them) and the pauses of a snapshot being written: the first step of
+// close, which a server takes for all its groups before closing any.
+func (g *Group) halt() {
+	g.halted.Do(func() { close(g.stop) })
+	g.fsm.Hurry()
+}
+
 func (g *Group) close() error {
-	close(g.stop)
+	g.halt()
 	g.node.Stop()
 	err := g.raft.Shutdown().Error()
 	_ = g.stream.Close()

@@ -312,6 +312,11 @@ func (s *Set) closeLocked() error {
 	var errs []error
 	for _, g := range *s.groups.Load() {
 		if g != nil {
+			g.halt() // no group starts a snapshot while the others close
+		}
+	}
+	for _, g := range *s.groups.Load() {
+		if g != nil {
 			errs = append(errs, g.close())
 		}
 	}

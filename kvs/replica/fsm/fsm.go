@@ -31,8 +31,10 @@ type Machine struct {
 	restores atomic.Uint64 // snapshots loaded by Restore
 
 	// snapshotShare is the share of the time a snapshot's Persist may
-	// spend writing; outside (0, 1) it writes unpaced.
+	// spend writing; outside (0, 1) it writes unpaced. hurry, once set
+	// (Hurry), ends the pauses of every snapshot being written.
 	snapshotShare float64
+	hurry         atomic.Bool
 
 	// scratch takes the results of entries without gets, which nobody
 	// reads, and ops the ops of the entry being applied; both are touched

@@ -1,6 +1,9 @@
 package fsm
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // DefaultSnapshotShare is the share of the wall time a snapshot being
 // written may spend writing: a quarter. Unpaced, a 46 MB snapshot took
@@ -30,12 +33,13 @@ type pacer struct {
 	pending int     // bytes written since the last pause
 	since   time.Time
 	sleep   func(time.Duration)
+	hurry   *atomic.Bool // once true, no more pauses (the replica closes)
 }
 
 // newPacer returns a pacer that lets the writer be busy share of the
-// time; a share outside (0, 1) paces nothing.
-func newPacer(share float64) *pacer {
-	return &pacer{share: share, since: time.Now(), sleep: time.Sleep}
+// time, until hurry is set; a share outside (0, 1) paces nothing.
+func newPacer(share float64, hurry *atomic.Bool) *pacer {
+	return &pacer{share: share, since: time.Now(), sleep: time.Sleep, hurry: hurry}
 }
 
 // start marks the start of the writing: the first chunk's time counts
@@ -45,7 +49,7 @@ func (p *pacer) start() { p.since = time.Now() }
 // wrote notes that n more bytes were written, and pauses once a chunk's
 // worth has been.
 func (p *pacer) wrote(n int) {
-	if p.share <= 0 || p.share >= 1 {
+	if p.share <= 0 || p.share >= 1 || p.hurry.Load() {
 		return
 	}
 	if p.pending += n; p.pending < paceChunk {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,7 +25,7 @@ func TestPacerPausesInProportion(t *testing.T) {
 		{share: 1},
 		{share: 0},
 	} {
-		p := newPacer(tc.share)
+		p := newPacer(tc.share, new(atomic.Bool))
 		var pauses []time.Duration
 		p.sleep = func(d time.Duration) { pauses = append(pauses, d) }
 		for range 5 {
@@ -53,12 +54,31 @@ func TestPacerPausesInProportion(t *testing.T) {
 // the 60 ms its share would ask for, so that a snapshot written on a busy
 // CPU does not hold the store's old records for minutes.
 func TestPacerBoundsAPause(t *testing.T) {
-	p := newPacer(0.25)
+	p := newPacer(0.25, new(atomic.Bool))
 	var pauses []time.Duration
 	p.sleep = func(d time.Duration) { pauses = append(pauses, d) }
 	time.Sleep(20 * time.Millisecond)
 	p.wrote(paceChunk)
 	require.Equal(t, []time.Duration{maxPause}, pauses)
+}
+
+// TestHurryEndsThePauses: once its Machine hurries (the replica closes),
+// a snapshot being written pauses no more.
+func TestHurryEndsThePauses(t *testing.T) {
+	src := New(Config{SnapshotShare: 0.25})
+	value := strings.Repeat("v", 1000)
+	for i := range 2 << 10 {
+		src.current().Put(fmt.Sprintf("k%d", i), value)
+	}
+	snap, err := src.Snapshot()
+	require.NoError(t, err)
+	defer snap.Release()
+	pauses := 0
+	snap.(*fsmSnapshot).pace.sleep = func(time.Duration) { pauses++ }
+	src.Hurry()
+	var sink memSink
+	require.NoError(t, snap.Persist(&sink))
+	require.Zero(t, pauses)
 }
 
 // TestPersistIsPaced: a snapshot of 2 MiB made by a Machine with a share

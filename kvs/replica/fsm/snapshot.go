@@ -51,9 +51,13 @@ type fsmSnapshot struct {
 	pace     *pacer // spreads Persist's writing over time
 }
 
+// Hurry ends the pacing of the snapshots being written and to come: the
+// replica closes, and raft waits for a snapshot under way before it does.
+func (f *Machine) Hurry() { f.hurry.Store(true) }
+
 // Snapshot implements raft.FSM.
 func (f *Machine) Snapshot() (raft.FSMSnapshot, error) {
-	snap := &fsmSnapshot{sessions: maps.Clone(f.sessions), pace: newPacer(f.snapshotShare)}
+	snap := &fsmSnapshot{sessions: maps.Clone(f.sessions), pace: newPacer(f.snapshotShare, &f.hurry)}
 	switch st := f.current().(type) {
 	case store.Freezer:
 		frozen := st.Freeze()

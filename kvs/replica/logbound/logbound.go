@@ -6,19 +6,20 @@
 // and a server's disk fills with log while its store is small. Every
 // second a group's Tuner sets both counts (raft's ReloadConfig) from the
 // mean size of the entries it stores, so that each keeps a quarter of
-// the group's share, never more entries than the defaults, and checks for
-// a snapshot every second while the bound binds. The other half of the
-// share is for the entries that come while a snapshot is written (a
-// paced snapshot of a 136 MB store takes about 5 s, while the log of
-// 4 KiB writes grows 25-30 MB a second a shard).
+// the group's share, never more entries than the defaults, and, while
+// that binds, snapshots the group once its log reaches the threshold.
+// The other half of the share is for the entries that come while a
+// snapshot is written (a paced snapshot of a 136 MB store takes about
+// 5 s, while the log of 4 KiB writes grows 25-30 MB a second a shard).
 //
-//	b := logbound.NewBudget(logbound.Quarter(dir))
-//	t := logbound.NewTuner(b, defaults, cache.Stored, r.ReloadConfig)
+//	b, err := logbound.ForDir(dir, logbound.Auto)
+//	t := logbound.NewTuner(b, logbound.Defaults(cfg), logbound.OfRaft(r, cache.Stored, log))
 //	go t.Run(stop)
 package logbound
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -47,16 +48,25 @@ func (b *Budget) Limit() int64 {
 	return max(b.limit, 0)
 }
 
-// Share returns what each group's log may keep now (0: no bound).
+// MinShare is the least a group's share may be, however many groups
+// share the budget: two of raftstore's 16 MiB WAL segments, as raft-wal
+// frees a log's space a whole segment at a time and makes each new
+// segment whole at once. A smaller share would snapshot every second and
+// free nothing.
+const MinShare = 32 << 20
+
+// Share returns what each group's log may keep now (0: no bound), at
+// least MinShare.
 func (b *Budget) Share() int64 {
 	if b.Limit() == 0 {
 		return 0
 	}
-	return b.limit / max(b.groups.Load(), 1)
+	return max(b.limit/max(b.groups.Load(), 1), MinShare)
 }
 
 // MinEntries is the fewest entries a group keeps after a snapshot, and
-// the fewest between snapshots, however large its entries.
+// the fewest between snapshots, however large its entries (unless its
+// own counts are fewer).
 const MinEntries = 16
 
 // checkEvery is how often a Tuner looks at the entries stored and at
@@ -91,11 +101,14 @@ type Group struct {
 	// Snapshot takes a snapshot now, and then trims the log to its
 	// trailing entries (raft.Raft.Snapshot).
 	Snapshot func() error
+	// Log is told when raft refuses new bounds or a snapshot fails.
+	Log *slog.Logger
 }
 
-// OfRaft returns the Group of r, whose log stored what stored returns.
-func OfRaft(r *raft.Raft, stored func() (int64, int64)) Group {
-	return Group{Stored: stored, Reload: r.ReloadConfig,
+// OfRaft returns the Group of r, whose log stored what stored returns,
+// logging to log.
+func OfRaft(r *raft.Raft, stored func() (int64, int64), log *slog.Logger) Group {
+	return Group{Stored: stored, Reload: r.ReloadConfig, Log: log,
 		SinceSnapshot: func() uint64 {
 			last, err := strconv.ParseUint(r.Stats()["last_snapshot_index"], 10, 64)
 			if applied := r.AppliedIndex(); err == nil && applied > last {
@@ -125,6 +138,9 @@ type Tuner struct {
 	entries, bytes int64   // at the last look
 	mean           float64 // of the entries stored, smoothed
 	set            raft.ReloadableConfig
+	refused        bool          // raft refused the last bounds (logged once)
+	backoff        time.Duration // after a failed snapshot, doubled each time
+	retryAt        time.Time     // no snapshot before this
 }
 
 // NewTuner returns the tuner of group, whose own bounds are def. It
@@ -166,13 +182,33 @@ func (t *Tuner) Step() {
 	}
 	t.entries, t.bytes = entries, bytes
 	want := Bounds(t.def, t.budget.Share(), t.mean)
-	if want != t.set && t.group.Reload(want) == nil {
-		t.set = want
+	if want != t.set {
+		if err := t.group.Reload(want); err != nil {
+			if !t.refused {
+				t.group.Log.Warn("raft refused the Raft log's bounds; it keeps the ones before", "err", err)
+			}
+			t.refused = true
+		} else {
+			t.set, t.refused = want, false
+		}
 	}
-	if t.set.SnapshotThreshold < t.def.SnapshotThreshold && t.group.SinceSnapshot() >= t.set.SnapshotThreshold {
-		_ = t.group.Snapshot() // on an error (no space, say), raft's own check tries again
+	if t.set.SnapshotThreshold >= t.def.SnapshotThreshold || time.Now().Before(t.retryAt) ||
+		t.group.SinceSnapshot() < t.set.SnapshotThreshold {
+		return
 	}
+	if err := t.group.Snapshot(); err != nil {
+		// A full disk, say: raft's own check tries again too.
+		t.backoff = min(max(2*t.backoff, checkEvery), maxBackoff)
+		t.retryAt = time.Now().Add(t.backoff)
+		t.group.Log.Warn("snapshot for the Raft log's bound failed", "err", err, "next_try_in", t.backoff)
+		return
+	}
+	t.backoff = 0
 }
+
+// maxBackoff bounds the wait between a Tuner's tries after failed
+// snapshots.
+const maxBackoff = 30 * time.Second
 
 // Auto as a bound (ForDir) is a quarter of the data dir's file system.
 const Auto = -1
@@ -208,7 +244,7 @@ func Quarter(dir string) (int64, error) {
 		var st syscall.Statfs_t
 		err := syscall.Statfs(dir, &st)
 		if err == nil {
-			return int64(st.Blocks) * st.Bsize / 4, nil
+			return int64(st.Blocks) * st.Frsize / 4, nil
 		}
 		parent := filepath.Dir(dir)
 		if !os.IsNotExist(err) || parent == dir {

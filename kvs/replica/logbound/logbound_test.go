@@ -1,6 +1,8 @@
 package logbound
 
 import (
+	"errors"
+	"log/slog"
 	"path/filepath"
 	"testing"
 	"time"
@@ -34,13 +36,21 @@ type fakeGroup struct {
 	since          uint64
 	reloads        []raft.ReloadableConfig
 	snapshots      int
+	snapshotErr    error // what Snapshot answers
 }
 
 func (f *fakeGroup) group() Group {
 	return Group{Stored: func() (int64, int64) { return f.entries, f.bytes },
 		Reload:        func(c raft.ReloadableConfig) error { f.reloads = append(f.reloads, c); return nil },
 		SinceSnapshot: func() uint64 { return f.since },
-		Snapshot:      func() error { f.snapshots++; f.since = 0; return nil }}
+		Snapshot: func() error {
+			f.snapshots++
+			if f.snapshotErr == nil {
+				f.since = 0
+			}
+			return f.snapshotErr
+		},
+		Log: slog.New(slog.DiscardHandler)}
 }
 
 // TestTunerSharesTheBudget: a tuner reloads its group's bounds from the
@@ -78,6 +88,32 @@ func TestTunerSharesTheBudget(t *testing.T) {
 	tu.Step()
 	require.Len(t, f.reloads, 2)
 	require.Equal(t, uint64(32), f.reloads[1].TrailingLogs, "the whole budget now")
+}
+
+// TestTunerBacksOffAFailingSnapshot: a snapshot that fails (a full
+// disk, say) is not tried again at every step, but after a wait.
+func TestTunerBacksOffAFailingSnapshot(t *testing.T) {
+	f := &fakeGroup{entries: 100, bytes: 100 << 20, since: 1000, snapshotErr: errors.New("no space")}
+	tu := NewTuner(NewBudget(64<<20), defaults, f.group())
+	tu.Step()
+	require.Equal(t, 1, f.snapshots)
+	tu.Step()
+	tu.Step()
+	require.Equal(t, 1, f.snapshots, "no new try within the back-off")
+	tu.retryAt = time.Now() // the back-off has passed
+	f.snapshotErr = nil
+	tu.Step()
+	require.Equal(t, 2, f.snapshots)
+}
+
+// TestShareHasAFloor: however many groups share a budget, each may keep
+// two WAL segments.
+func TestShareHasAFloor(t *testing.T) {
+	b := NewBudget(64 << 20)
+	for range 8 {
+		NewTuner(b, defaults, (&fakeGroup{}).group())
+	}
+	require.Equal(t, int64(MinShare), b.Share())
 }
 
 // TestForDir: 0 and a memory-only server are no bound, Auto a quarter of
