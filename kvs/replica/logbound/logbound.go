@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -35,6 +36,11 @@ import (
 type Budget struct {
 	limit  int64
 	groups atomic.Int64
+	// snapshotting is held by the Tuner whose snapshot is being taken:
+	// one at a time on a server, as each holds a frozen view of its store
+	// whose overwritten records count against the stores' memory until
+	// the snapshot is written.
+	snapshotting sync.Mutex
 }
 
 // NewBudget returns a budget of limit bytes; 0 or less is no bound.
@@ -196,7 +202,12 @@ func (t *Tuner) Step() {
 		t.group.SinceSnapshot() < t.set.SnapshotThreshold {
 		return
 	}
-	if err := t.group.Snapshot(); err != nil {
+	if !t.budget.snapshotting.TryLock() {
+		return // another group's snapshot first; this one at a later step
+	}
+	err := t.group.Snapshot()
+	t.budget.snapshotting.Unlock()
+	if err != nil {
 		// A full disk, say: raft's own check tries again too.
 		t.backoff = min(max(2*t.backoff, checkEvery), maxBackoff)
 		t.retryAt = time.Now().Add(t.backoff)

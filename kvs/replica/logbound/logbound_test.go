@@ -106,6 +106,28 @@ func TestTunerBacksOffAFailingSnapshot(t *testing.T) {
 	require.Equal(t, 2, f.snapshots)
 }
 
+// TestOneSnapshotAtATime: while one group's snapshot is being taken, a
+// second group of the same server that is past its threshold waits, and
+// takes its own at a later step.
+func TestOneSnapshotAtATime(t *testing.T) {
+	b := NewBudget(128 << 20)
+	inFirst, release := make(chan struct{}), make(chan struct{})
+	first := &fakeGroup{entries: 100, bytes: 100 << 20, since: 1000}
+	g1 := first.group()
+	g1.Snapshot = func() error { close(inFirst); <-release; return nil }
+	second := &fakeGroup{entries: 100, bytes: 100 << 20, since: 1000}
+	t1, t2 := NewTuner(b, defaults, g1), NewTuner(b, defaults, second.group())
+	done := make(chan struct{})
+	go func() { t1.Step(); close(done) }()
+	<-inFirst
+	t2.Step()
+	require.Zero(t, second.snapshots, "no second snapshot while the first is taken")
+	close(release)
+	<-done
+	t2.Step()
+	require.Equal(t, 1, second.snapshots)
+}
+
 // TestShareHasAFloor: however many groups share a budget, each may keep
 // two WAL segments.
 func TestShareHasAFloor(t *testing.T) {
