@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"github.com/stretchr/testify/require"
 )
 
@@ -65,6 +66,18 @@ func TestPacerBoundsAPause(t *testing.T) {
 // TestHurryEndsThePauses: once its Machine hurries (the replica closes),
 // a snapshot being written pauses no more.
 func TestHurryEndsThePauses(t *testing.T) {
+	src, snap, pauses := pacedSnapshot(t)
+	defer snap.Release()
+	src.Hurry()
+	var sink memSink
+	require.NoError(t, snap.Persist(&sink))
+	require.Zero(t, *pauses)
+}
+
+// pacedSnapshot returns a Machine of 2 MiB of pairs with a share of a
+// quarter, a snapshot of it, and the count of the pauses its writing
+// takes (counted, not slept).
+func pacedSnapshot(t *testing.T) (*Machine, raft.FSMSnapshot, *int) {
 	src := New(Config{SnapshotShare: 0.25})
 	value := strings.Repeat("v", 1000)
 	for i := range 2 << 10 {
@@ -72,32 +85,20 @@ func TestHurryEndsThePauses(t *testing.T) {
 	}
 	snap, err := src.Snapshot()
 	require.NoError(t, err)
-	defer snap.Release()
-	pauses := 0
-	snap.(*fsmSnapshot).pace.sleep = func(time.Duration) { pauses++ }
-	src.Hurry()
-	var sink memSink
-	require.NoError(t, snap.Persist(&sink))
-	require.Zero(t, pauses)
+	pauses := new(int)
+	snap.(*fsmSnapshot).pace.sleep = func(time.Duration) { *pauses++ }
+	return src, snap, pauses
 }
 
 // TestPersistIsPaced: a snapshot of 2 MiB made by a Machine with a share
 // of a quarter pauses after each chunk it writes, and still restores the
 // same pairs.
 func TestPersistIsPaced(t *testing.T) {
-	src := New(Config{SnapshotShare: 0.25})
-	value := strings.Repeat("v", 1000)
-	for i := range 2 << 10 {
-		src.current().Put(fmt.Sprintf("k%d", i), value)
-	}
-	snap, err := src.Snapshot()
-	require.NoError(t, err)
-	pauses := 0
-	snap.(*fsmSnapshot).pace.sleep = func(time.Duration) { pauses++ }
+	src, snap, pauses := pacedSnapshot(t)
 	var sink memSink
 	require.NoError(t, snap.Persist(&sink))
 	snap.Release()
-	require.GreaterOrEqual(t, pauses, (2<<20)/paceChunk-1, "pauses while writing 2 MiB in chunks of %d bytes", paceChunk)
+	require.GreaterOrEqual(t, *pauses, (2<<20)/paceChunk-1, "pauses while writing 2 MiB in chunks of %d bytes", paceChunk)
 
 	dst := New(Config{})
 	require.NoError(t, dst.Restore(io.NopCloser(&sink)))
