@@ -2,6 +2,7 @@ package raftstore
 
 import (
 	"log/slog"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -49,6 +50,9 @@ func (s *durableSnapshots) Create(version raft.SnapshotVersion, index, term uint
 // durableSink syncs the snapshot's directory once raft has moved it into
 // place, before raft compacts the log the snapshot replaces, and logs its
 // size and how long it took (it competes with the load for CPU and disk).
+// As it is written, it starts the kernel writing it out every
+// writebackEvery bytes, so that the sync at its close does not flush the
+// whole snapshot at once while the Raft logs' fsyncs wait behind it.
 type durableSink struct {
 	raft.SnapshotSink
 	dir    string
@@ -56,13 +60,56 @@ type durableSink struct {
 	began  time.Time
 	bytes  int64
 	closed bool
+
+	state      *os.File // the state file being written, opened to start writeback; nil until then
+	pending    int64    // bytes written since the last writeback started
+	writebacks int      // writebacks started
 }
 
-// Write implements io.Writer.
+// writebackEvery is how many bytes of a snapshot are written between two
+// starts of their writeback.
+const writebackEvery = 8 << 20
+
+// Write implements raft.SnapshotSink.
 func (s *durableSink) Write(p []byte) (int, error) {
 	n, err := s.SnapshotSink.Write(p)
 	s.bytes += int64(n)
+	if s.pending += int64(n); s.pending >= writebackEvery {
+		s.pending = 0
+		s.writeback()
+	}
 	return n, err
+}
+
+// writeback starts the kernel writing out what reached the state file.
+// Best effort: a failure leaves it to the sync at the close.
+func (s *durableSink) writeback() {
+	if s.state == nil {
+		// raft's FileSnapshotSink writes <id>.tmp/state.bin, renamed at
+		// its close.
+		f, err := os.Open(filepath.Join(s.dir, s.ID()+".tmp", "state.bin"))
+		if err != nil {
+			return
+		}
+		s.state = f
+	}
+	if startWriteback(int(s.state.Fd())) == nil {
+		s.writebacks++
+	}
+}
+
+// closeState closes the state file opened for writeback, if any.
+func (s *durableSink) closeState() {
+	if s.state != nil {
+		_ = s.state.Close()
+		s.state = nil
+	}
+}
+
+// Cancel implements raft.SnapshotSink.
+func (s *durableSink) Cancel() error {
+	s.closeState()
+	return s.SnapshotSink.Cancel()
 }
 
 // Close implements raft.SnapshotSink. Raft closes a sink a second time
@@ -71,6 +118,7 @@ func (s *durableSink) Close() error {
 	if s.closed {
 		return s.SnapshotSink.Close()
 	}
+	s.closeState()
 	written := time.Now()
 	if err := s.SnapshotSink.Close(); err != nil {
 		return err
