@@ -100,14 +100,9 @@ func (c *Cache) StoreLogs(logs []*raft.Log) error {
 	if err := c.store.StoreLogs(logs); err != nil {
 		return err
 	}
-	var n int64
-	for _, l := range logs {
-		n += int64(len(l.Data) + len(l.Extensions))
-	}
-	c.stored.Add(int64(len(logs)))
-	c.storedBytes.Add(n)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	var data int64 // the entries' data and extensions
 	for _, l := range logs {
 		if c.next != c.first && l.Index != c.next {
 			c.dropLocked() // not the next entry: the log was cut
@@ -120,8 +115,12 @@ func (c *Cache) StoreLogs(logs []*raft.Log) error {
 		}
 		c.ring[l.Index%uint64(len(c.ring))] = l
 		c.next++
-		c.budget.held.Add(entryBytes(l))
+		b := entryBytes(l)
+		c.budget.held.Add(b)
+		data += b - entryOverhead
 	}
+	c.stored.Add(int64(len(logs)))
+	c.storedBytes.Add(data)
 	for c.budget.over() && c.first < c.next {
 		c.evictLocked()
 	}
