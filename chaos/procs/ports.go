@@ -15,8 +15,8 @@ import (
 // start, and between a kill and the restart. go test runs packages side
 // by side, and any of their listeners or outgoing connections may take
 // such a port; a server of another test that took it would then answer
-// in this cluster's name. So a spare's port is reserved until the
-// spare's start, by a socket bound to it that does not listen (a caller
+// in this cluster's name. So each server's port is reserved until the
+// server's start, by a socket bound to it that does not listen (a caller
 // is refused, as by a server that is down) and does not allow reuse (no
 // other socket binds there, and no outgoing connection takes it), and a
 // start counts only once the port answers from the started process

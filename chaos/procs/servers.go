@@ -46,7 +46,7 @@ type Servers struct {
 	procs   []*exec.Cmd // nil while a server is down
 	exits   []chan struct{}
 	retired map[int]bool      // servers removed from the cluster and stopped for good
-	held    map[int]*portHold // spares' ports until their start (ports.go)
+	held    map[int]*portHold // servers' ports until their start (ports.go)
 }
 
 // Start starts every server of cfg but the spares, and waits until each
@@ -66,43 +66,22 @@ func Start(cfg Config) (*Servers, error) {
 			return nil, err
 		}
 	}
-	// Hold the servers' ports until the proxies have theirs, so that no
-	// proxy takes a server's port; a spare's stays reserved until its
-	// start (ports.go).
-	var held []net.Listener
-	defer func() {
-		for _, ln := range held {
-			_ = ln.Close()
-		}
-	}()
-	for i := range n {
-		if i >= cfg.Servers {
-			h, addr, err := reservePort()
-			if err != nil {
-				c.releasePorts()
-				return nil, err
-			}
-			c.held[i] = h
-			c.Addrs = append(c.Addrs, addr)
-			continue
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// Every server's port is reserved until that server starts, so that
+	// no proxy or other process takes it (ports.go).
+	for range n {
+		h, addr, err := reservePort()
 		if err != nil {
 			c.releasePorts()
 			return nil, err
 		}
-		held = append(held, ln)
-		c.Addrs = append(c.Addrs, ln.Addr().String())
+		c.held[len(c.Addrs)] = h
+		c.Addrs = append(c.Addrs, addr)
 	}
 	var err error
 	if c.Links, err = faultnet.NewLinks(c.Addrs); err != nil {
 		c.releasePorts()
 		return nil, err
 	}
-	for _, ln := range held {
-		_ = ln.Close()
-	}
-	held = nil
 	if cfg.SmallDisks > 0 {
 		if err := c.mountSmallDisks(); err != nil {
 			c.Close()
