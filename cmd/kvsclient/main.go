@@ -330,6 +330,7 @@ func measure(ctx context.Context, cl batchClient, o *options, stdout io.Writer) 
 		check = startCheck(cl, o, ctx.Done())
 	}
 	var done, failed atomic.Uint64
+	var refused refusedOps
 	// thisSecond[i] holds goroutine i's batches that ended since the last
 	// per-second line, which prints their latency so that a run's tail
 	// can be placed in time; all gathers the seconds, for the run's line.
@@ -371,6 +372,7 @@ func measure(ctx context.Context, cl batchClient, o *options, stdout io.Writer) 
 					continue
 				}
 				took := time.Since(t0)
+				refused.count(results)
 				thisSecond[i].record(took)
 				if t0.After(warmEnd) {
 					warm[i].Record(took)
@@ -416,7 +418,10 @@ loop:
 		steady.Merge(&warm[i])
 	}
 	proc := procstat.Read()
-	fmt.Fprintf(stdout, "throughput %.0f ops/s\n", float64(done.Load())/elapsed)
+	// Ops a server answered without deciding them (refused: out of
+	// memory or disk, ...) are not throughput.
+	served := done.Load() - refused.total()
+	fmt.Fprintf(stdout, "throughput %.0f ops/s\n", float64(served)/elapsed)
 	fmt.Fprintf(stdout, "batch latency %s\n", quantiles(&all))
 	if steady.Count() > 0 {
 		fmt.Fprintf(stdout, "after warm-up (batches started %v or more into the load): batch latency %s\n", o.warmup, quantiles(&steady))
@@ -425,7 +430,10 @@ loop:
 	if n := done.Load(); n > 0 {
 		cpuPerMops = (proc.CPU - startProc.CPU).Seconds() / (float64(n) / 1e6)
 	}
-	fmt.Fprintf(stdout, "client cpu_s/Mops %.3f peak_rss_mib %.1f failed_ops %d resent_ops %d\n", cpuPerMops, float64(proc.PeakRSS)/(1<<20), failed.Load(), cl.Traffic().Resent)
+	fmt.Fprintf(stdout, "client cpu_s/Mops %.3f peak_rss_mib %.1f failed_ops %d refused_ops %d resent_ops %d\n", cpuPerMops, float64(proc.PeakRSS)/(1<<20), failed.Load(), refused.total(), cl.Traffic().Resent)
+	if refused.total() > 0 {
+		fmt.Fprintf(stdout, "refused ops by status: %s\n", refused.String())
+	}
 	var checkErr error
 	if check != nil {
 		checkErr = check.finish(stdout)

@@ -22,8 +22,10 @@ type StoreLimit struct {
 }
 
 // NewStoreLimit returns the limit of limit bytes (0: none) on the stores
-// counted in acct.
+// counted in acct, and sets it as acct's (store.Account.SetLimit), so
+// that the stores compact harder as they near it.
 func NewStoreLimit(limit int64, acct *store.Account) *StoreLimit {
+	acct.SetLimit(limit)
 	return &StoreLimit{limit: limit, acct: acct}
 }
 

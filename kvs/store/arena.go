@@ -67,28 +67,28 @@ type arenaShard struct {
 	garbage int // bytes of rec in dead records
 	// A frozen view (Freeze) holds slots and records as they were. While
 	// slotsShared, the next write copies slots before changing them; while
-	// arenaShared, no write overwrites a record in place (appending past
-	// the view's end is safe), and the tables and chunks that the shard
-	// stops using wait in retired until the last view is released.
+	// arenaShared, no write overwrites in place a record from before
+	// viewEnd (the latest view's end: records added since are in no view),
+	// the shard does not compact (the chunks it would free stay held
+	// until the last view is released, so a compaction would only add a
+	// copy of the live records: Release compacts instead), and the tables
+	// the shard stops using wait in retired.
 	slotsShared, arenaShared bool
+	viewEnd                  recordsEnd
 	retired                  retired
 	acct                     *Account // the store's: counts tables and chunks
 	_                        [64]byte
 }
 
-// retired holds memory a frozen view may still read.
+// retired holds tables a frozen view may still read.
 type retired struct {
 	tables [][]uint64
-	chunks []records
 }
 
 // free gives the memory back to pages.
 func (r *retired) free(acct *Account) {
 	for _, t := range r.tables {
 		giveTable(acct, t)
-	}
-	for i := range r.chunks {
-		r.chunks[i].free()
 	}
 	*r = retired{}
 }
@@ -278,7 +278,7 @@ func (sh *arenaShard) put(key, value string, h uint64) {
 	if found {
 		ref := refOf(sh.slots[i])
 		rec := sh.rec.at(ref)
-		if h := readHead(rec); len(value) <= h.room && !sh.arenaShared {
+		if h := readHead(rec); len(value) <= h.room && !(sh.arenaShared && sh.viewEnd.before(ref)) {
 			h.setValueLen(rec, len(value))
 			copy(rec[h.n+h.klen:], value)
 			return
@@ -336,9 +336,17 @@ func (sh *arenaShard) delete(key string, h uint64) {
 }
 
 // maybeCompact rebuilds the shard once dead records and skipped chunk
-// tails are half its records' bytes.
+// tails are half its records' bytes, or a quarter of them while its
+// Account is tight, unless a frozen view holds its records.
 func (sh *arenaShard) maybeCompact() {
-	if waste := sh.garbage + sh.rec.skipped; waste > 1<<12 && waste*2 > sh.rec.bytes {
+	if sh.arenaShared {
+		return
+	}
+	share := 2
+	if sh.acct.tight() {
+		share = 4
+	}
+	if waste := sh.garbage + sh.rec.skipped; waste > 1<<12 && waste*share > sh.rec.bytes {
 		n := len(sh.slots)
 		for n > minSlots && sh.live*4 < n { // under a quarter full: a smaller table
 			n /= 2
@@ -348,9 +356,10 @@ func (sh *arenaShard) maybeCompact() {
 }
 
 // rebuild rehashes the live records into a table of n slots, which drops
-// the tombstones, and with compact copies them into new chunks, which
-// drops the garbage. What the shard stops using goes back to pages, or
-// waits in retired while a frozen view may read it.
+// the tombstones, and with compact (never while arenaShared) copies them
+// into new chunks, which drops the garbage. A table the shard stops using
+// goes back to pages, or waits in retired while a frozen view may read it;
+// its old chunks go back to pages.
 func (sh *arenaShard) rebuild(n int, compact bool) {
 	old, rec := sh.slots, &sh.rec
 	sh.slots = takeTable(sh.acct, n)
@@ -382,11 +391,7 @@ func (sh *arenaShard) rebuild(n int, compact bool) {
 		giveTable(sh.acct, old)
 	}
 	if compact {
-		if sh.arenaShared {
-			sh.retired.chunks = append(sh.retired.chunks, *rec)
-		} else {
-			rec.free()
-		}
+		rec.free() // no view holds it: maybeCompact waits for the last Release
 		sh.rec = fresh
 		sh.garbage = 0
 	}

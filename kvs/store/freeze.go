@@ -4,9 +4,10 @@ package store
 // change however the store is written after Freeze, so a snapshot can be
 // written out while writes go on. It holds the shards' tables and records
 // as they were; the first write to each shard afterwards copies that
-// shard's table (a few bytes per key), no write overwrites a record in
-// place, and no table or chunk the view reads is given back until
-// Release, so what the view reads never changes. Taking the view costs one
+// shard's table (a few bytes per key), no write overwrites in place a
+// record the view holds (a key overwritten while the view lives takes
+// one more record, after which it is overwritten in place again), and no
+// shard compacts until Release, so what the view reads never changes. Taking the view costs one
 // lock per shard, not a copy of the data.
 //
 // A Frozen is safe for concurrent use with the store's writers; Release
@@ -38,7 +39,7 @@ func (s *Arena) Freeze() *Frozen {
 		sh := &s.shards[i]
 		sh.mu.Lock()
 		f.shards[i] = frozenShard{slots: sh.slots, rec: sh.rec.view(), live: sh.live}
-		sh.slotsShared, sh.arenaShared = true, true
+		sh.slotsShared, sh.arenaShared, sh.viewEnd = true, true, sh.rec.end()
 		sh.mu.Unlock()
 	}
 	return f
@@ -72,7 +73,8 @@ func (f *Frozen) Range(fn func(key string, value []byte) bool) {
 }
 
 // Release ends the view: once no view is left, writes overwrite records
-// in place again. Range must not be called after it.
+// in place again, and the shards whose garbage grew past their bound
+// while the view lived compact. Range must not be called after it.
 func (f *Frozen) Release() {
 	s := f.s
 	s.freezeMu.Lock()
@@ -85,6 +87,7 @@ func (f *Frozen) Release() {
 		sh.mu.Lock()
 		sh.slotsShared, sh.arenaShared = false, false
 		sh.retired.free(sh.acct)
+		sh.maybeCompact() // what the view kept from compacting
 		sh.mu.Unlock()
 	}
 }

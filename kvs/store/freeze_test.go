@@ -114,3 +114,72 @@ func TestFrozenRangeWhileWriting(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestFrozenViewCostsOneRecordPerKeyOverwritten: while a view lives, a key
+// overwritten many times takes one record more than before (the first
+// overwrite cannot go in place, the later ones can), not one a write; and
+// the shards compact what the view kept once it is released.
+func TestFrozenViewCostsOneRecordPerKeyOverwritten(t *testing.T) {
+	acct := new(store.Account)
+	s := store.NewArenaIn(acct)
+	const keys = 200000
+	value := strings.Repeat("v", 200)
+	for i := range keys {
+		s.Put(fmt.Sprintf("k%d", i), value)
+	}
+	before := acct.Bytes()
+	f := s.Freeze()
+	for round := range 5 {
+		v := strings.Repeat(string(rune('a'+round)), 200)
+		for i := range keys {
+			s.Put(fmt.Sprintf("k%d", i), v)
+		}
+	}
+	during := acct.Bytes()
+	t.Logf("bytes: %d before the view, %d after 5 overwrites of every key under it", before, during)
+	require.Less(t, during, before*5/2, "overwrites under a view took more than one record a key")
+	require.Equal(t, value, frozenContent(f)["k7"])
+	got, _ := store.Get(s, "k7")
+	require.Equal(t, strings.Repeat("e", 200), got)
+
+	acct.SetLimit(before) // tight: Release compacts at a quarter of garbage
+	f.Release()
+	after := acct.Bytes()
+	t.Logf("bytes after Release: %d", after)
+	require.Less(t, after, before*6/5, "Release left the garbage the view kept")
+	got, _ = store.Get(s, "k7")
+	require.Equal(t, strings.Repeat("e", 200), got)
+}
+
+// TestTightAccountCompactsSooner: values that grow on every overwrite
+// leave their old records as garbage. Unbounded, a store lets it reach
+// half its bytes before it compacts; past three quarters of its
+// Account's limit, a quarter. Both are measured against the store's bytes
+// before any key was overwritten.
+func TestTightAccountCompactsSooner(t *testing.T) {
+	keys := make([]string, 100000)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("k%d", i)
+	}
+	peak := func(limit int64) (first, peak int64) {
+		acct := new(store.Account)
+		acct.SetLimit(limit)
+		s := store.NewArenaIn(acct)
+		for round := range 8 {
+			v := strings.Repeat("x", 100+round)
+			for _, k := range keys {
+				s.Put(k, v)
+			}
+			if round == 0 {
+				first = acct.Bytes()
+			}
+			peak = max(peak, acct.Bytes())
+		}
+		return first, peak
+	}
+	first, loose := peak(0)
+	_, tight := peak(1) // always past three quarters
+	t.Logf("bytes with every key written once: %d; peak: %d unbounded, %d tight", first, loose, tight)
+	require.Greater(t, loose, first*8/5, "unbounded, the store compacts at half its bytes")
+	require.Less(t, tight, first*7/5, "a tight store compacts at a quarter")
+}

@@ -56,10 +56,30 @@ var pages = offheap{free: map[int][][]byte{}, tables: map[int][][]uint64{}, sys:
 // Account counts the bytes that a group of Arenas (a server's) hold in
 // records and slot tables, so that a server can refuse writes past its
 // share of memory. The zero value is ready; it is safe for concurrent use.
-type Account struct{ bytes atomic.Int64 }
+type Account struct {
+	bytes atomic.Int64
+	limit atomic.Int64 // what the Arenas may hold; 0: no bound
+}
 
 // Bytes returns the bytes the Arenas of a hold.
 func (a *Account) Bytes() int64 { return a.bytes.Load() }
+
+// SetLimit tells the Arenas of a that they may hold limit bytes (0: no
+// bound), past which their server refuses writes. Past three quarters of
+// it they are tight: a shard then compacts once its garbage is a quarter
+// of its records' bytes, not half, so that overwritten values, not live
+// ones, are what fills the limit less often.
+func (a *Account) SetLimit(limit int64) { a.limit.Store(limit) }
+
+// tight reports whether the Arenas of a hold more than three quarters of
+// their limit; a nil Account never is.
+func (a *Account) tight() bool {
+	if a == nil {
+		return false
+	}
+	limit := a.limit.Load()
+	return limit > 0 && a.bytes.Load() > limit/4*3
+}
 
 // add counts n bytes taken (negative: given back); a nil Account counts
 // nothing.

@@ -206,6 +206,25 @@ func (r *records) copyFrom(src *records, ref uint64) uint64 {
 	return out
 }
 
+// recordsEnd marks where a records stood when a view of it was taken:
+// the records before it are the view's, the ones after were added since.
+type recordsEnd struct{ chunks, cur, fill int }
+
+// end returns where r stands now.
+func (r *records) end() recordsEnd {
+	return recordsEnd{chunks: len(r.chunks), cur: r.cur, fill: r.fill}
+}
+
+// before reports whether the record at ref was added before e was taken.
+// Refs are not in the order added (a record too large for a chunk takes
+// the next chunk's index while smaller records go on filling the current
+// one), but every chunk taken since has an index past e's chunks, and in
+// e's current chunk every record added since lies past its fill.
+func (e recordsEnd) before(ref uint64) bool {
+	c, off := int(ref>>chunkBits), int(ref&(chunkSize-1))
+	return c < e.chunks && (c != e.cur || off < e.fill)
+}
+
 // view returns a copy of r that a frozen view keeps: appending chunks to r
 // later does not change its list.
 func (r *records) view() records {
