@@ -14,7 +14,9 @@ with -rf 3 -max-memory 1GiB and ARGS, first with -raft-log-bytes SIZE
 round kvsclient -records 100000 -valueBytes 4096 -workload YCSB-A -secs S
 (default 40) and CLIENT ARGS (default "-batchSize 256 -numClients 64").
 Every second the script sums the servers' WAL files and data dirs (du);
-each run prints its throughput, batch p99, and the peaks of both.
+each run prints its throughput (ops the servers refused, such as writes
+past -max-memory, are not in it: they are counted apart), batch p99, the
+peaks of both, and each server's peak RSS.
 USAGE
 }
 
@@ -64,11 +66,18 @@ run() {
         sleep 1
     done
     wait "$client" || true
+    # The servers' peak RSS (VmHWM), read before they stop.
+    local rss=() pid
+    for pid in "${REPLICA_PIDS[@]}"; do
+        rss+=("$(awk '/^VmHWM/ {print int($2 / 1024)}' "/proc/$pid/status")")
+    done
     replicas_stop_all
     REPLICA_PIDS=()
-    printf '%-26s %s, batch p99 %s, peak WAL of the 3 servers %d MiB, peak data dirs %d MiB\n' \
+    printf '%-26s %s (%s refused), batch p99 %s, peak WAL of the 3 servers %d MiB, peak data dirs %d MiB, servers peak RSS %s MiB\n' \
         "-raft-log-bytes $1:" "$(grep -E '^throughput' "$OUT/client.log" | tail -1)" \
-        "$(grep -E '^batch latency' "$OUT/client.log" | tail -1 | awk '{print $6}')" $((wal >> 20)) $((dirs >> 20))
+        "$(grep -oE 'refused_ops [0-9]+' "$OUT/client.log" | awk '{print $2}')" \
+        "$(grep -E '^batch latency' "$OUT/client.log" | tail -1 | awk '{print $6}')" $((wal >> 20)) $((dirs >> 20)) \
+        "$(IFS=/; echo "${rss[*]}")"
     rm -rf "$OUT/data"
 }
 
