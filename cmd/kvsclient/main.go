@@ -372,12 +372,12 @@ func measure(ctx context.Context, cl batchClient, o *options, stdout io.Writer) 
 					continue
 				}
 				took := time.Since(t0)
-				refused.count(results)
+				notServed := refused.count(results)
 				thisSecond[i].record(took)
 				if t0.After(warmEnd) {
 					warm[i].Record(took)
 				}
-				done.Add(uint64(len(ops)))
+				done.Add(uint64(len(ops) - notServed)) // refused ops are not throughput
 			}
 		}()
 	}
@@ -418,10 +418,7 @@ loop:
 		steady.Merge(&warm[i])
 	}
 	proc := procstat.Read()
-	// Ops a server answered without deciding them (refused: out of
-	// memory or disk, ...) are not throughput.
-	served := done.Load() - refused.total()
-	fmt.Fprintf(stdout, "throughput %.0f ops/s\n", float64(served)/elapsed)
+	fmt.Fprintf(stdout, "throughput %.0f ops/s\n", float64(done.Load())/elapsed)
 	fmt.Fprintf(stdout, "batch latency %s\n", quantiles(&all))
 	if steady.Count() > 0 {
 		fmt.Fprintf(stdout, "after warm-up (batches started %v or more into the load): batch latency %s\n", o.warmup, quantiles(&steady))

@@ -17,13 +17,17 @@ type refusedOps struct {
 	by [256]atomic.Uint64
 }
 
-// count adds the undecided results of one batch.
-func (r *refusedOps) count(results []wire.Result) {
+// count adds the undecided results of one batch and returns how many
+// there were.
+func (r *refusedOps) count(results []wire.Result) int {
+	n := 0
 	for i := range results {
 		if st := results[i].Status; !st.Decided() {
 			r.by[st].Add(1)
+			n++
 		}
 	}
+	return n
 }
 
 // total returns how many ops were refused.

@@ -24,7 +24,8 @@ import (
 // Each shard has a sync.RWMutex: reads of a shard share it, a write holds
 // it alone. A put whose value fits the old one's room overwrites it in
 // place; otherwise the record is appended and the old one becomes garbage,
-// which a shard reclaims by compacting once it is half its records' bytes.
+// which a shard reclaims by compacting once it is half its records' bytes
+// (a quarter when its Account nears its limit).
 // A shard is 1/256 of the store, so a compaction holds up only the ops of
 // that shard, for the time it takes to copy its live records.
 //
@@ -336,17 +337,17 @@ func (sh *arenaShard) delete(key string, h uint64) {
 }
 
 // maybeCompact rebuilds the shard once dead records and skipped chunk
-// tails are half its records' bytes, or a quarter of them while its
-// Account is tight, unless a frozen view holds its records.
+// tails are half its records' bytes, or, while its Account is tight, once
+// dead records are a quarter of the bytes the tails leave, unless a
+// frozen view holds its records. The tails stay out of the tighter rule:
+// a compaction leaves as many (records of 40 KB skip 24 KB of each 64 KB
+// chunk), so with them a shard would compact again on every write.
 func (sh *arenaShard) maybeCompact() {
 	if sh.arenaShared {
 		return
 	}
-	share := 2
-	if sh.acct.tight() {
-		share = 4
-	}
-	if waste := sh.garbage + sh.rec.skipped; waste > 1<<12 && waste*share > sh.rec.bytes {
+	waste := sh.garbage + sh.rec.skipped
+	if waste > 1<<12 && (waste*2 > sh.rec.bytes || sh.acct.tight() && sh.garbage*4 > sh.rec.bytes-sh.rec.skipped) {
 		n := len(sh.slots)
 		for n > minSlots && sh.live*4 < n { // under a quarter full: a smaller table
 			n /= 2

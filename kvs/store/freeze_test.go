@@ -22,9 +22,10 @@ func frozenContent(f *store.Frozen) map[string]string {
 }
 
 // TestFrozenViewDoesNotChange: after Freeze, overwrites that fit in place,
-// overwrites that grow, deletes, enough new keys to grow every table, and
-// enough garbage to compact do not change what the view returns; the
-// store itself sees all of them. After Release, writes work as before.
+// overwrites that grow, deletes, records larger than a chunk overwritten
+// in place, enough new keys to grow every table, and garbage past what
+// would compact the shards do not change what the view returns; the store
+// itself sees all of them. After Release, writes work as before.
 func TestFrozenViewDoesNotChange(t *testing.T) {
 	s := store.NewArena()
 	want := map[string]string{}
@@ -33,9 +34,21 @@ func TestFrozenViewDoesNotChange(t *testing.T) {
 		s.Put(k, v)
 		want[k] = v
 	}
+	for i := range 20 { // larger than a chunk: each takes a chunk of its own
+		k, v := fmt.Sprintf("big%d", i), strings.Repeat(string(rune('A'+i)), 100<<10)
+		s.Put(k, v)
+		want[k] = v
+	}
 	f := s.Freeze()
-	require.Equal(t, 5000, f.Len())
+	require.Equal(t, 5020, f.Len())
 	model := maps.Clone(want)
+	for round := range 2 { // the first overwrite takes a record, the second goes in place
+		for i := range 20 {
+			k, v := fmt.Sprintf("big%d", i), strings.Repeat(string(rune('a'+round)), 100<<10)
+			s.Put(k, v)
+			model[k] = v
+		}
+	}
 	for i := range 5000 {
 		k := fmt.Sprintf("k%d", i)
 		switch i % 4 {
@@ -56,7 +69,7 @@ func TestFrozenViewDoesNotChange(t *testing.T) {
 		s.Put(k, k)
 		model[k] = k
 	}
-	for round := range 3 { // garbage past half of every arena: compaction
+	for round := range 3 { // garbage past half of every arena, which would compact it
 		for i := range 20000 {
 			k := fmt.Sprintf("n%d", i)
 			v := strings.Repeat(string(rune('a'+round)), 100+round*50)
@@ -65,7 +78,7 @@ func TestFrozenViewDoesNotChange(t *testing.T) {
 		}
 	}
 	require.Equal(t, want, frozenContent(f), "the view changed")
-	require.Equal(t, 5000, f.Len())
+	require.Equal(t, 5020, f.Len())
 	for k, v := range model {
 		got, ok := store.Get(s, k)
 		require.True(t, ok, k)
@@ -138,7 +151,11 @@ func TestFrozenViewCostsOneRecordPerKeyOverwritten(t *testing.T) {
 	during := acct.Bytes()
 	t.Logf("bytes: %d before the view, %d after 5 overwrites of every key under it", before, during)
 	require.Less(t, during, before*5/2, "overwrites under a view took more than one record a key")
-	require.Equal(t, value, frozenContent(f)["k7"])
+	view := frozenContent(f)
+	require.Len(t, view, keys)
+	for k, v := range view {
+		require.Equal(t, value, v, k)
+	}
 	got, _ := store.Get(s, "k7")
 	require.Equal(t, strings.Repeat("e", 200), got)
 
@@ -149,6 +166,66 @@ func TestFrozenViewCostsOneRecordPerKeyOverwritten(t *testing.T) {
 	require.Less(t, after, before*6/5, "Release left the garbage the view kept")
 	got, _ = store.Get(s, "k7")
 	require.Equal(t, strings.Repeat("e", 200), got)
+}
+
+// TestReleaseCompactsWhatTheViewKept: with no limit, a store whose keys
+// were each overwritten three times by larger values under a view (three
+// dead records a key, well over half its bytes) compacts once the view is
+// released.
+func TestReleaseCompactsWhatTheViewKept(t *testing.T) {
+	acct := new(store.Account)
+	s := store.NewArenaIn(acct)
+	const keys = 100000
+	for i := range keys {
+		s.Put(fmt.Sprintf("k%d", i), strings.Repeat("a", 100))
+	}
+	f := s.Freeze()
+	for _, n := range []int{150, 200, 250} {
+		for i := range keys {
+			s.Put(fmt.Sprintf("k%d", i), strings.Repeat("b", n))
+		}
+	}
+	during := acct.Bytes()
+	f.Release()
+	after := acct.Bytes()
+	t.Logf("bytes: %d under the view, %d after Release", during, after)
+	require.Less(t, after, during/2, "Release left the garbage")
+}
+
+// TestTwoViewsAtOnce: records added between two Freezes are the second
+// view's, and are not overwritten in place while it lives, even after the
+// first is released.
+func TestTwoViewsAtOnce(t *testing.T) {
+	s := store.NewArena()
+	for i := range 3000 {
+		s.Put(fmt.Sprintf("k%d", i), "first-value")
+	}
+	first := s.Freeze()
+	for i := range 3000 {
+		s.Put(fmt.Sprintf("k%d", i), "second-val") // a new record each: the first view holds the old ones
+	}
+	second := s.Freeze()
+	for i := range 3000 {
+		s.Put(fmt.Sprintf("k%d", i), "third-valu") // fits the second's records: only a view stops it going in place
+	}
+	check := func(f *store.Frozen, want string) {
+		t.Helper()
+		view := frozenContent(f)
+		require.Len(t, view, 3000)
+		for k, v := range view {
+			require.Equal(t, want, v, k)
+		}
+	}
+	check(first, "first-value")
+	check(second, "second-val")
+	first.Release()
+	for i := range 3000 {
+		s.Put(fmt.Sprintf("k%d", i), "fourth-val")
+	}
+	check(second, "second-val")
+	second.Release()
+	got, _ := store.Get(s, "k9")
+	require.Equal(t, "fourth-val", got)
 }
 
 // TestTightAccountCompactsSooner: values that grow on every overwrite

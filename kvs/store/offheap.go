@@ -66,10 +66,14 @@ func (a *Account) Bytes() int64 { return a.bytes.Load() }
 
 // SetLimit tells the Arenas of a that they may hold limit bytes (0: no
 // bound), past which their server refuses writes. Past three quarters of
-// it they are tight: a shard then compacts once its garbage is a quarter
-// of its records' bytes, not half, so that overwritten values, not live
-// ones, are what fills the limit less often.
-func (a *Account) SetLimit(limit int64) { a.limit.Store(limit) }
+// it they are tight: a shard then compacts once its dead records are a
+// quarter of its records' bytes, not half, so that what fills the limit
+// is live records more, overwritten ones less. A nil Account ignores it.
+func (a *Account) SetLimit(limit int64) {
+	if a != nil {
+		a.limit.Store(limit)
+	}
+}
 
 // tight reports whether the Arenas of a hold more than three quarters of
 // their limit; a nil Account never is.

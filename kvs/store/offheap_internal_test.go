@@ -116,7 +116,7 @@ func settledOffHeap() int64 {
 
 // TestFrozenViewHoldsItsMemory: chunks and tables a frozen view reads are
 // not given back (and so not reused by other writes) until Release, even
-// when the shard compacts away from them meanwhile.
+// when the shard's garbage passes what would compact it meanwhile.
 func TestFrozenViewHoldsItsMemory(t *testing.T) {
 	s := NewArena()
 	for i := range 20000 {
@@ -157,7 +157,7 @@ func TestAccountCountsItsArenas(t *testing.T) {
 		}
 		require.Equal(t, a.Bytes()+b.Bytes(), acct.Bytes())
 		f := a.Freeze()
-		for i := range 30000 { // compactions while a view holds the old chunks
+		for i := range 30000 { // new tables, whose old ones a view holds, and garbage it keeps from compacting
 			a.Put(fmt.Sprint(i), strings.Repeat("c", 200))
 		}
 		require.Greater(t, acct.Bytes(), a.Bytes()+b.Bytes(), "the view's memory is still held")
