@@ -78,8 +78,8 @@ func (f *Frozen) Range(fn func(key string, value []byte) bool) {
 func (f *Frozen) Release() {
 	s := f.s
 	s.freezeMu.Lock()
-	defer s.freezeMu.Unlock()
 	if s.frozen--; s.frozen > 0 {
+		s.freezeMu.Unlock()
 		return
 	}
 	for i := range s.shards {
@@ -87,7 +87,16 @@ func (f *Frozen) Release() {
 		sh.mu.Lock()
 		sh.slotsShared, sh.arenaShared = false, false
 		sh.retired.free(sh.acct)
-		sh.maybeCompact() // what the view kept from compacting
+		sh.mu.Unlock()
+	}
+	s.freezeMu.Unlock()
+	// What the view kept from compacting, outside freezeMu, so that the
+	// next Freeze need not wait for the copies; a shard a new view already
+	// holds is skipped (maybeCompact).
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		sh.maybeCompact()
 		sh.mu.Unlock()
 	}
 }

@@ -260,3 +260,50 @@ func TestTightAccountCompactsSooner(t *testing.T) {
 	require.Greater(t, loose, first*8/5, "unbounded, the store compacts at half its bytes")
 	require.Less(t, tight, first*7/5, "a tight store compacts at a quarter")
 }
+
+// TestViewsComeAndGoWhileWriting: views taken and released in turn, each
+// read whole, while writers overwrite every key with values that grow (so
+// shards compact at each Release) and delete some; run under -race. Each
+// value a view returns belongs to its key, and a key's version never
+// changes between two reads of the same view.
+func TestViewsComeAndGoWhileWriting(t *testing.T) {
+	s := store.NewArena()
+	const keys = 4000
+	for i := range keys {
+		s.Put(fmt.Sprintf("k%d", i), fmt.Sprintf("k%d=0", i))
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for v := 1; ; v++ {
+				for i := w; i < keys; i += 2 {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					k := fmt.Sprintf("k%d", i)
+					if (i+v)%7 == 0 {
+						s.Delete(k)
+						continue
+					}
+					s.Put(k, fmt.Sprintf("%s=%d%s", k, v, strings.Repeat("x", v%64)))
+				}
+			}
+		}()
+	}
+	for range 30 {
+		f := s.Freeze()
+		first := frozenContent(f)
+		for k, v := range first {
+			require.True(t, strings.HasPrefix(v, k+"="), "key %s holds %q", k, v)
+		}
+		require.Equal(t, first, frozenContent(f), "the view changed between two reads")
+		f.Release()
+	}
+	close(stop)
+	wg.Wait()
+}
