@@ -244,6 +244,35 @@ func TestCheckReplicaDataFindsDamagedSnapshots(t *testing.T) {
 		require.ErrorAs(t, err, &ce)
 		require.Equal(t, filepath.Join(latest, "meta.json"), ce.File)
 	})
+	t.Run("newest meta lost", func(t *testing.T) {
+		dir, s, snaps, latest := setup(t)
+		require.NoError(t, os.Remove(filepath.Join(latest, "meta.json")))
+		err := checkReplicaData(dir, s, snaps)
+		var ce *CorruptError
+		require.ErrorAs(t, err, &ce)
+		require.Equal(t, filepath.Join(latest, "meta.json"), ce.File)
+		require.DirExists(t, latest)
+	})
+	// A crash while Raft removed an old snapshot (file by file) leaves it
+	// without its metadata: not damage, since a newer snapshot reads; the
+	// check finishes the removal. It was found by a server killed under
+	// go test ./..., which then wiped its replica as damaged.
+	t.Run("old snapshot half removed", func(t *testing.T) {
+		dir, s, snaps, latest := setup(t)
+		entries, err := os.ReadDir(filepath.Join(dir, snapshotsDir))
+		require.NoError(t, err)
+		require.Len(t, entries, 2)
+		var older string
+		for _, e := range entries {
+			if p := filepath.Join(dir, snapshotsDir, e.Name()); p != latest {
+				older = p
+			}
+		}
+		require.NoError(t, os.Remove(filepath.Join(older, "meta.json")))
+		require.NoError(t, checkReplicaData(dir, s, snaps))
+		require.NoDirExists(t, older)
+		require.DirExists(t, latest)
+	})
 	t.Run("gap", func(t *testing.T) {
 		dir, s, snaps, latest := setup(t)
 		require.NoError(t, os.RemoveAll(latest))

@@ -17,6 +17,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/batchkv/batchkv/internal/bugswitch"
+	"github.com/batchkv/batchkv/kvs/replica/durablefs"
 )
 
 // A shard's data dir holds, besides its log and snapshots:
@@ -132,8 +133,11 @@ func checkReplicaData(dir string, logs *checkedLog, snaps raft.SnapshotStore) er
 			return err
 		}
 	}
-	latest, err := latestSnapshot(dir)
+	latest, remnants, err := latestSnapshot(dir)
 	if err != nil {
+		return err
+	}
+	if err := removeRemnants(dir, remnants); err != nil {
 		return err
 	}
 	var snapIndex uint64
@@ -162,17 +166,21 @@ func checkReplicaData(dir string, logs *checkedLog, snaps raft.SnapshotStore) er
 
 // latestSnapshot returns the metadata of the newest snapshot in dir, as
 // Raft's file snapshot store orders them, or nil if there is none. A
-// snapshot whose metadata does not read is damage: Raft would skip it
-// and restore an older one.
-func latestSnapshot(dir string) (*raft.SnapshotMeta, error) {
+// snapshot whose metadata does not read is damage (Raft would skip it and
+// restore an older one), unless a snapshot that reads is newer: after
+// saving a snapshot Raft removes the old ones past those it retains, file
+// by file (os.RemoveAll), and a crash in the middle leaves one of them
+// without its files. Those remnants are returned by name.
+func latestSnapshot(dir string) (latest *raft.SnapshotMeta, remnants []string, err error) {
 	entries, err := os.ReadDir(filepath.Join(dir, snapshotsDir))
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var metas []*raft.SnapshotMeta
+	var unread []*CorruptError
 	for _, e := range entries {
 		if !e.IsDir() || strings.HasSuffix(e.Name(), ".tmp") {
 			continue
@@ -180,18 +188,54 @@ func latestSnapshot(dir string) (*raft.SnapshotMeta, error) {
 		path := filepath.Join(dir, snapshotsDir, e.Name(), "meta.json")
 		raw, err := os.ReadFile(path)
 		if err != nil {
-			return nil, &CorruptError{File: path, Detail: err.Error()}
+			unread = append(unread, &CorruptError{File: path, Detail: err.Error()})
+			continue
 		}
 		var m raft.SnapshotMeta
 		if err := json.Unmarshal(raw, &m); err != nil || m.ID != e.Name() {
-			return nil, &CorruptError{File: path, Detail: fmt.Sprintf("snapshot metadata does not read (id %q): %v", m.ID, err)}
+			unread = append(unread, &CorruptError{File: path, Detail: fmt.Sprintf("snapshot metadata does not read (id %q): %v", m.ID, err)})
+			continue
 		}
 		metas = append(metas, &m)
 	}
-	if len(metas) == 0 {
-		return nil, nil
+	if len(metas) > 0 {
+		latest = slices.MaxFunc(metas, func(a, b *raft.SnapshotMeta) int {
+			return cmp.Or(cmp.Compare(a.Term, b.Term), cmp.Compare(a.Index, b.Index), cmp.Compare(a.ID, b.ID))
+		})
 	}
-	return slices.MaxFunc(metas, func(a, b *raft.SnapshotMeta) int {
-		return cmp.Or(cmp.Compare(a.Term, b.Term), cmp.Compare(a.Index, b.Index), cmp.Compare(a.ID, b.ID))
-	}), nil
+	for _, ce := range unread {
+		id := filepath.Base(filepath.Dir(ce.File))
+		term, index, ok := snapshotOrder(id)
+		if !ok || latest == nil || cmp.Or(cmp.Compare(term, latest.Term), cmp.Compare(index, latest.Index)) >= 0 {
+			return nil, nil, ce
+		}
+		remnants = append(remnants, id)
+	}
+	return latest, remnants, nil
+}
+
+// snapshotOrder reads the term and index from the ID of a snapshot that
+// Raft's file snapshot store made: term-index-milliseconds.
+func snapshotOrder(id string) (term, index uint64, ok bool) {
+	parts := strings.Split(id, "-")
+	if len(parts) != 3 {
+		return 0, 0, false
+	}
+	term, err1 := strconv.ParseUint(parts[0], 10, 64)
+	index, err2 := strconv.ParseUint(parts[1], 10, 64)
+	return term, index, err1 == nil && err2 == nil
+}
+
+// removeRemnants finishes the removal of the old snapshots that a crash
+// interrupted (latestSnapshot): Raft's store would skip them for good.
+func removeRemnants(dir string, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	for _, id := range ids {
+		if err := os.RemoveAll(filepath.Join(dir, snapshotsDir, id)); err != nil {
+			return err
+		}
+	}
+	return durablefs.SyncDir(filepath.Join(dir, snapshotsDir))
 }
