@@ -170,7 +170,9 @@ func checkReplicaData(dir string, logs *checkedLog, snaps raft.SnapshotStore) er
 // restore an older one), unless a snapshot that reads is newer: after
 // saving a snapshot Raft removes the old ones past those it retains, file
 // by file (os.RemoveAll), and a crash in the middle leaves one of them
-// without its files. Those remnants are returned by name.
+// without its files. Those remnants are returned by name, with the
+// snapshots a crash left half written (<id>.tmp, which Raft ignores and
+// never removes).
 func latestSnapshot(dir string) (latest *raft.SnapshotMeta, remnants []string, err error) {
 	entries, err := os.ReadDir(filepath.Join(dir, snapshotsDir))
 	if errors.Is(err, os.ErrNotExist) {
@@ -182,7 +184,11 @@ func latestSnapshot(dir string) (latest *raft.SnapshotMeta, remnants []string, e
 	var metas []*raft.SnapshotMeta
 	var unread []*CorruptError
 	for _, e := range entries {
-		if !e.IsDir() || strings.HasSuffix(e.Name(), ".tmp") {
+		if !e.IsDir() {
+			continue
+		}
+		if strings.HasSuffix(e.Name(), ".tmp") { // being written when the process ended: never complete
+			remnants = append(remnants, e.Name())
 			continue
 		}
 		path := filepath.Join(dir, snapshotsDir, e.Name(), "meta.json")
@@ -226,8 +232,9 @@ func snapshotOrder(id string) (term, index uint64, ok bool) {
 	return term, index, err1 == nil && err2 == nil
 }
 
-// removeRemnants finishes the removal of the old snapshots that a crash
-// interrupted (latestSnapshot): Raft's store would skip them for good.
+// removeRemnants removes what a crash left of snapshots
+// (latestSnapshot): Raft's store would skip them, and keep their bytes,
+// for good.
 func removeRemnants(dir string, ids []string) error {
 	if len(ids) == 0 {
 		return nil
