@@ -7,8 +7,8 @@ package store
 // shard's table (a few bytes per key), no write overwrites in place a
 // record the view holds (a key overwritten while the view lives takes
 // one more record, after which it is overwritten in place again), and no
-// shard compacts until Release, so what the view reads never changes. Taking the view costs one
-// lock per shard, not a copy of the data.
+// shard compacts until Release, so what the view reads never changes.
+// Taking the view costs one lock per shard, not a copy of the data.
 //
 // A Frozen is safe for concurrent use with the store's writers; Release
 // it once, after its last Range.
