@@ -478,7 +478,7 @@ for ((j = 0; j < CLIENT_COUNT; j++)); do
     fi
 done
 echo "clients (each its own view of the load; the run's result is the total below):"
-grep -h -E '^(throughput|batch latency|after warm-up|client cpu_s|sync |linearizab|NOT linearizable)' "$LOG_DIR"/client-*.log || true
+grep -h -E '^(throughput|batch latency|after warm-up|client cpu_s|refused ops|sync |linearizab|NOT linearizable)' "$LOG_DIR"/client-*.log || true
 if (( GROWN )); then
     wait "$GROW_PID" || true
     grep -E '^(done|  )' "$LOG_DIR/grow.log" || tail -n 3 "$LOG_DIR/grow.log"
