@@ -23,7 +23,15 @@ import (
 // serve starts a memory-only server on st and returns its address.
 func serve(t *testing.T, st store.Store) string {
 	t.Helper()
-	srv, err := kvs.New(kvs.Config{Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	return serveConfig(t, kvs.Config{Store: st})
+}
+
+// serveConfig starts a server of cfg, logging nowhere, and returns its
+// address.
+func serveConfig(t *testing.T, cfg kvs.Config) string {
+	t.Helper()
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv, err := kvs.New(cfg)
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

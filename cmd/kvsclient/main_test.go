@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"log/slog"
-	"net"
 	"regexp"
 	"strconv"
 	"testing"
@@ -115,15 +113,10 @@ func TestHelpExitsZero(t *testing.T) {
 func TestTLSMismatchStops(t *testing.T) {
 	ids, err := auth.MakeLocal(t.TempDir(), []string{"127.0.0.1"})
 	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	srv, err := kvs.New(kvs.Config{Identity: ids.Node, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	require.NoError(t, err)
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
+	addr := serveConfig(t, kvs.Config{Identity: ids.Node})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	err = run(ctx, []string{"-hosts", ln.Addr().String(), "-secs", "1", "-records", "100"}, io.Discard)
+	err = run(ctx, []string{"-hosts", addr, "-secs", "1", "-records", "100"}, io.Discard)
 	require.ErrorIs(t, err, client.ErrServerWantsTLS)
 	require.ErrorContains(t, tlsflags.Hint(err), "give -tls-ca")
 }
