@@ -182,7 +182,11 @@ func latestSnapshot(dir string) (latest *raft.SnapshotMeta, remnants []string, e
 		return nil, nil, err
 	}
 	var metas []*raft.SnapshotMeta
-	var unread []*CorruptError
+	type unreadMeta struct {
+		id  string
+		err *CorruptError
+	}
+	var unread []unreadMeta
 	for _, e := range entries {
 		if !e.IsDir() {
 			continue
@@ -194,12 +198,12 @@ func latestSnapshot(dir string) (latest *raft.SnapshotMeta, remnants []string, e
 		path := filepath.Join(dir, snapshotsDir, e.Name(), "meta.json")
 		raw, err := os.ReadFile(path)
 		if err != nil {
-			unread = append(unread, &CorruptError{File: path, Detail: err.Error()})
+			unread = append(unread, unreadMeta{e.Name(), &CorruptError{File: path, Detail: err.Error()}})
 			continue
 		}
 		var m raft.SnapshotMeta
 		if err := json.Unmarshal(raw, &m); err != nil || m.ID != e.Name() {
-			unread = append(unread, &CorruptError{File: path, Detail: fmt.Sprintf("snapshot metadata does not read (id %q): %v", m.ID, err)})
+			unread = append(unread, unreadMeta{e.Name(), &CorruptError{File: path, Detail: fmt.Sprintf("snapshot metadata does not read (id %q): %v", m.ID, err)}})
 			continue
 		}
 		metas = append(metas, &m)
@@ -209,13 +213,12 @@ func latestSnapshot(dir string) (latest *raft.SnapshotMeta, remnants []string, e
 			return cmp.Or(cmp.Compare(a.Term, b.Term), cmp.Compare(a.Index, b.Index), cmp.Compare(a.ID, b.ID))
 		})
 	}
-	for _, ce := range unread {
-		id := filepath.Base(filepath.Dir(ce.File))
-		term, index, ok := snapshotOrder(id)
+	for _, u := range unread {
+		term, index, ok := snapshotOrder(u.id)
 		if !ok || latest == nil || cmp.Or(cmp.Compare(term, latest.Term), cmp.Compare(index, latest.Index)) >= 0 {
-			return nil, nil, ce
+			return nil, nil, u.err
 		}
-		remnants = append(remnants, id)
+		remnants = append(remnants, u.id)
 	}
 	return latest, remnants, nil
 }
