@@ -136,8 +136,10 @@ type Config struct {
 	// the process's: set it for one server per process (kvsserver does,
 	// unless GOMEMLIMIT is set in its environment).
 	GoMemoryLimit bool
-	// account counts the server's stores for MaxMemory.
-	account *store.Account
+	// account counts the server's stores for MaxMemory, and storeLimit
+	// replaces their share of it when not 0 (SetStoreLimitForTest).
+	account    *store.Account
+	storeLimit int64
 	// logCache bounds the replicas' Raft log caches together (a share of
 	// MaxMemory).
 	logCache *logcache.Budget

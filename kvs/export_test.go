@@ -51,3 +51,15 @@ func CallsTracked(s *Server) int {
 // up to d between looks while the server is within its reply budget, in
 // place of a second: a test of the wake when the budget goes over.
 func SetReapEveryMaxForTest(cfg *Config, d time.Duration) { cfg.reapEveryMax = d }
+
+// SetStoreLimitForTest bounds the stores of a server made with cfg to n
+// bytes, as -max-memory bounds them to a share of it, for tests that fill
+// a limit smaller than any -max-memory gives.
+func SetStoreLimitForTest(cfg *Config, n int64) { cfg.storeLimit = n }
+
+// SetIgnorePeerStoresForTest plants a bug for the follower's memory test
+// to catch: leaders take puts while a peer replicating the shard says
+// its stores are near their limit.
+func SetIgnorePeerStoresForTest(s *Server, on bool) {
+	s.svc.backend.(*backend.Replicated).Planted.IgnorePeerStores.Store(on)
+}

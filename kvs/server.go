@@ -107,9 +107,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.resp = respserver.New(respserver.Config{FrameTimeout: cfg.FrameTimeout, TLS: s.serverTLS != nil, Logger: cfg.Logger})
 	s.apply = backend.NewApplier(&s.stats, s.replies)
-	if cfg.MaxMemory > 0 {
-		stores, _ := memlimit.Shares(cfg.MaxMemory)
-		s.apply.Limit = backend.NewStoreLimit(stores, cfg.account)
+	if stores, _ := memlimit.Shares(cfg.MaxMemory); cfg.MaxMemory > 0 || cfg.storeLimit > 0 {
+		s.apply.Limit = backend.NewStoreLimit(cmp.Or(cfg.storeLimit, stores), cfg.account)
 	}
 	be, layout, err := newBackend(&cfg, &s.stats, s.apply)
 	if err != nil {

@@ -119,7 +119,7 @@ func (s *Service) Status(req *wire.StatusRequest, resp *wire.StatusReply) error 
 	resp.Layout = s.currentLayout()
 	resp.Self = s.self
 	if rb, ok := s.backend.(*backend.Replicated); ok {
-		resp.Disk = rb.Set().Disk()
+		resp.Disk, resp.Stores = rb.Set().Disk(), rb.StoreStats()
 	}
 	if req.DiskOnly {
 		return nil

@@ -50,8 +50,8 @@ type StatusRequest struct {
 	// Digest asks for each shard's content digest, which reads the whole
 	// shard: for checks after a run, not for polling under load.
 	Digest bool
-	// DiskOnly asks for the server's Disk alone (no shards, no counters):
-	// the leaders' cheap poll of their peers' disks.
+	// DiskOnly asks for the server's Disk and Stores alone (no shards, no
+	// counters): the leaders' cheap poll of their peers' room.
 	DiskOnly bool
 }
 
@@ -67,6 +67,23 @@ type StatusReply struct {
 	// Disk is the space of the server's data dir; nil from a server that
 	// keeps its replicas in memory, or is older than this field.
 	Disk *DiskStats
+	// Stores is what the server's stores hold against their share of
+	// -max-memory; nil from a server older than this field.
+	Stores *StoreStats
+}
+
+// StoreStats is what a server's stores hold against their share of its
+// memory, at one instant.
+type StoreStats struct {
+	Bytes uint64 // the stores' records and tables
+	Limit uint64 // their share of -max-memory; 0: none
+}
+
+// NearLimit reports whether stores at st are within a sixteenth of their
+// limit: leaders take no puts for a shard one of whose replicas' stores
+// are (backend.StoreLimit). False for a nil st and for no limit.
+func (st *StoreStats) NearLimit() bool {
+	return st != nil && st.Limit > 0 && st.Bytes+st.Limit/16 > st.Limit
 }
 
 // DiskStats is the space of a server's data dir at one instant.

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"github.com/batchkv/batchkv/kvs/replica"
 	"github.com/batchkv/batchkv/kvs/store"
 	"github.com/batchkv/batchkv/wire"
 )
@@ -13,9 +14,12 @@ import (
 // back (on a replicated server, a batch's writes go in one log entry and
 // are refused together: its deletes then go again alone). Nothing is
 // evicted. The check is made before a batch applies, so the batches
-// applying at once can overshoot by what they write; on a replicated
-// server the shard's leader makes it, and a follower applies what its
-// leader sent whatever its own use.
+// applying at once can overshoot by what they write. On a replicated
+// server the shard's leader makes it, and also refuses the puts while a
+// peer replicating the shard said in the leaders' last poll (every
+// quarter second) that its own stores are near their limit
+// (wire.StoreStats.NearLimit): a follower's stores can overshoot by what
+// its leaders commit before they hear.
 type StoreLimit struct {
 	limit int64          // bytes; 0 means none
 	acct  *store.Account // the server's stores
@@ -41,6 +45,23 @@ func (l *StoreLimit) Limit() int64 {
 // refused.
 func (l *StoreLimit) refuses(n int64) bool {
 	return l != nil && l.limit > 0 && n > 0 && l.acct.Bytes()+n > l.limit
+}
+
+// Stats returns what the stores hold against the limit, for the Status
+// RPC; nil for a nil limit.
+func (l *StoreLimit) Stats() *wire.StoreStats {
+	if l == nil {
+		return nil
+	}
+	return &wire.StoreStats{Bytes: uint64(max(l.acct.Bytes(), 0)), Limit: uint64(l.limit)}
+}
+
+// refusesPuts reports whether the leader g must refuse a batch's puts of
+// n bytes of records: they would take this server's stores past their
+// limit, or a peer replicating the shard said lately that its own are
+// near theirs (unless Planted.IgnorePeerStores).
+func (b *Replicated) refusesPuts(g *replica.Group, n int64) bool {
+	return b.apply.Limit.refuses(n) || n > 0 && !b.Planted.IgnorePeerStores.Load() && g.PeerStoresNear()
 }
 
 // refusePuts answers the puts of the ops at (every op for a nil at)

@@ -45,6 +45,9 @@ type Planted struct {
 	// CASOnLeader: a leader decides each conditional put on its own store
 	// before the batch goes into the log (planted.DecideBeforeLog).
 	CASOnLeader atomic.Bool
+	// IgnorePeerStores: a leader takes puts while a peer replicating the
+	// shard says its stores are near their share of memory.
+	IgnorePeerStores atomic.Bool
 }
 
 // NewReplicated returns the backend of a server that replicates the
@@ -63,6 +66,10 @@ func NewReplicated(set *replica.Set, apply *Applier, stats *stats.Stats, fwd *cl
 
 // Set returns the server's replicas of its shards.
 func (b *Replicated) Set() *replica.Set { return b.set }
+
+// StoreStats returns what the server's stores hold against their share of
+// memory; nil without -max-memory.
+func (b *Replicated) StoreStats() *wire.StoreStats { return b.apply.Limit.Stats() }
 
 // Batch implements Backend.
 func (b *Replicated) Batch(args *wire.BatchArgs, reply *wire.BatchReply, cl *Call) {

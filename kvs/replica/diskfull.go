@@ -1,6 +1,8 @@
 package replica
 
 import (
+	"slices"
+
 	"github.com/hashicorp/raft"
 
 	"github.com/batchkv/batchkv/wire"
@@ -23,15 +25,13 @@ func (g *Group) refuseWrite() error {
 	return nil
 }
 
+// PeerStoresNear reports whether a replica of this shard said lately
+// that its stores are near their limit: its leader takes no puts then.
+func (g *Group) PeerStoresNear() bool { return g.disk.PeersStoresNear(g.Placement()) }
+
 // peers returns the other servers of the cluster under this server's map.
 func (s *Set) peers() []string {
-	var out []string
-	for _, a := range s.Map().Servers {
-		if a != s.cfg.Self {
-			out = append(out, a)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(s.Map().Servers), func(a string) bool { return a == s.cfg.Self })
 }
 
 // Disk returns the space of the data dir; nil when the replicas are in

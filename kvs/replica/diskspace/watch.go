@@ -44,6 +44,9 @@ type Watch struct {
 
 	mu       sync.Mutex
 	peerFull map[string]bool // guarded by mu
+	// peerStores says which peers' stores are near their limit, as each
+	// said last (wire.StoreStats.NearLimit); guarded by mu.
+	peerStores map[string]bool
 	// somePeerFull says some peer is in peerFull as full.
 	somePeerFull atomic.Bool
 
@@ -68,7 +71,7 @@ func Start(cfg Config) (*Watch, error) {
 		return nil, err
 	}
 	d := &Watch{dir: cfg.Dir, reserve: cfg.Reserve, log: cfg.Logger, peerStat: cfg.PeerStatus, peers: cfg.Peers,
-		peerFull: map[string]bool{}, stop: make(chan struct{})}
+		peerFull: map[string]bool{}, peerStores: map[string]bool{}, stop: make(chan struct{})}
 	if err := d.read(); err != nil {
 		return nil, err
 	}
@@ -143,6 +146,7 @@ func (d *Watch) watchPeers() {
 				continue
 			}
 			full := st.Disk != nil && st.Disk.Full
+			d.notePeerStores(p, st.Stores.NearLimit())
 			d.mu.Lock()
 			if full != d.peerFull[p] {
 				d.log.Info("peer's data dir", "peer", p, "full", full)
