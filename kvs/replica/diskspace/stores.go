@@ -18,13 +18,18 @@ func (d *Watch) notePeerStores(peer string, near bool) {
 		d.log.Info("peer's stores", "peer", peer, "near_limit", near)
 	}
 	d.peerStores[peer] = near
+	some := false
+	for _, n := range d.peerStores {
+		some = some || n
+	}
+	d.somePeerStoresNear.Store(some)
 }
 
 // PeersStoresNear reports whether one of replicas (this server among
 // them or not) said in its last answer that its stores are near their
 // limit.
 func (d *Watch) PeersStoresNear(replicas []string) bool {
-	if d == nil {
+	if d == nil || !d.somePeerStoresNear.Load() {
 		return false
 	}
 	d.mu.Lock()

@@ -47,6 +47,9 @@ type Watch struct {
 	// peerStores says which peers' stores are near their limit, as each
 	// said last (wire.StoreStats.NearLimit); guarded by mu.
 	peerStores map[string]bool
+	// somePeerStoresNear says some peer is in peerStores as near, so
+	// that a leader's check of each batch takes no lock otherwise.
+	somePeerStoresNear atomic.Bool
 	// somePeerFull says some peer is in peerFull as full.
 	somePeerFull atomic.Bool
 
