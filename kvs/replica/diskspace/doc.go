@@ -4,7 +4,9 @@
 // whether to refuse commands (Watch.Refuses), the shards' replicas
 // whether they may stand for election or must hand leadership over
 // (Watch.IsFull, Watch.PeerIsFull), and the Status RPC reports it
-// (Watch.Stats).
+// (Watch.Stats). The same poll notes whether each peer's stores are near
+// their share of memory, which the shards' leaders ask before they take
+// puts (Watch.PeersStoresNear).
 //
 //	w, err := diskspace.Start(diskspace.Config{Dir: dir, Reserve: reserve})
 //	defer w.Close()
