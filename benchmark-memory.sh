@@ -48,8 +48,8 @@ are unbounded by default, so the same attack would hold every reply
 Then a follower with less room than its peers: three local servers at
 RF=3 (127.0.0.1-3, ports PORT..PORT+2), two at -max-memory 4GiB and the
 third at SMALL_FOLLOWER, under kvsclient -preload=false -theta 0
--records 200000 -valueBytes 4096 -workload YCSB-A for FOLLOWER_SECS
-seconds (every put of a new key adds to every replica's stores, 800 MB
+-records 200000 -valueBytes 4096 -workload YCSB-A -batchSize 256
+-numClients 64 for FOLLOWER_SECS seconds (every put of a new key adds to every replica's stores, 800 MB
 in all). Prints each server's peak RSS and its stores at the end
 (kvsctl top) against its -max-memory, and the puts refused.
 
@@ -96,7 +96,7 @@ done
 
 # shellcheck source=lib/redis.sh
 source "$ROOT/lib/redis.sh"
-redis_install redis-server
+[[ -z $KEYS ]] || redis_install redis-server
 
 OUT="${OUT:-$ROOT/logs/memory-$(date +%Y%m%d-%H%M%S)}"
 mkdir -p "$OUT"
@@ -104,7 +104,7 @@ CSV="$OUT/memory.csv"
 echo "keys,round,system,rss_bytes,peak_rss_bytes,bytes_per_key,peak_bytes_per_key" > "$CSV"
 echo "keys=\"$KEYS\" rounds=$ROUNDS read_secs=$READ_SECS value_bytes=128 port=$PORT redis_port=$REDIS_PORT server_args=\"$SERVER_ARGS\""
 echo "attack_conns=\"$ATTACK_CONNS\" attack_max_memory=$ATTACK_MAX_MEMORY attack_secs=$ATTACK_SECS small_follower=$SMALL_FOLLOWER follower_secs=$FOLLOWER_SECS"
-echo "redis: $(redis-server --version)"
+[[ -z $KEYS ]] || echo "redis: $(redis-server --version)"
 echo "results: $OUT"
 
 trap procs_stop EXIT
@@ -156,15 +156,19 @@ median() {
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "nan" }'; }
 
-[[ -n $KEYS ]] && echo && {
-    echo "| keys | Redis B/key (peak) | batchkv B/key (peak) | batchkv / Redis (peak) |"
-    echo "|---:|---:|---:|---:|"
-    for keys in $KEYS; do
-        r=$(median "$keys" redis 6); rp=$(median "$keys" redis 7)
-        b=$(median "$keys" batchkv 6); bp=$(median "$keys" batchkv 7)
-        echo "| $keys | $r ($rp) | $b ($bp) | $(ratio "$b" "$r") ($(ratio "$bp" "$rp")) |"
-    done
-} | tee "$OUT/memory.md" && echo "medians over $ROUNDS round(s); written to $OUT/memory.md"
+if [[ -n $KEYS ]]; then
+    echo
+    {
+        echo "| keys | Redis B/key (peak) | batchkv B/key (peak) | batchkv / Redis (peak) |"
+        echo "|---:|---:|---:|---:|"
+        for keys in $KEYS; do
+            r=$(median "$keys" redis 6); rp=$(median "$keys" redis 7)
+            b=$(median "$keys" batchkv 6); bp=$(median "$keys" batchkv 7)
+            echo "| $keys | $r ($rp) | $b ($bp) | $(ratio "$b" "$r") ($(ratio "$bp" "$rp")) |"
+        done
+    } | tee "$OUT/memory.md"
+    echo "medians over $ROUNDS round(s); written to $OUT/memory.md"
+fi
 
 # attack: the pipelining attack, for each count of ATTACK_CONNS.
 attack() {
@@ -216,6 +220,7 @@ small_follower() {
     "$ROOT/bin/kvsctl" -hosts "$REPLICA_PEERS" top -once -no-shards > "$OUT/top-follower.txt"
     for i in 0 1 2; do hwm+=("$(( $(status_kb "${REPLICA_PIDS[$i]}" VmHWM) / 1024 ))"); done
     replicas_stop_all
+    REPLICA_PIDS=()
     rm -rf "$OUT/data"
     for i in 0 1 2; do
         mem=4GiB

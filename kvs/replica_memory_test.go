@@ -22,14 +22,14 @@ const smallStores = 32 << 20
 
 // TestFollowerStoresStayNearTheirLimit: in a cluster of three at RF=3
 // whose third server's stores may hold 32 MiB and the others' any
-// amount, puts of 16 KiB values at 8 MB/s go on until refused. They are
-// refused with StatusNoMemory by every shard's leader before the small
-// server's stores pass their limit by a quarter; every put acknowledged reads back, and once the keys are
+// amount, puts of 16 KiB values at 6 MB/s go on until refused. They are
+// refused with StatusNoMemory before the small server's stores pass
+// their limit by a quarter; every put acknowledged reads back, and once the keys are
 // deleted puts are taken again. Planted (leaders ignore what their peers
 // say of their stores, as before): the small server applies what the
 // others' leaders commit, past its limit by that quarter.
 func TestFollowerStoresStayNearTheirLimit(t *testing.T) {
-	fill := fillSmallFollower(t, false, 30*time.Millisecond)
+	fill := fillSmallFollower(t, false, 40*time.Millisecond)
 	t.Logf("small server's stores peaked at %.1f MiB of %d; %d puts acknowledged, %d refused",
 		float64(fill.peak)/(1<<20), smallStores>>20, len(fill.acked), fill.noMemory)
 	require.Positive(t, fill.noMemory, "no put refused")
@@ -90,7 +90,7 @@ func fillSmallFollower(t *testing.T, plant bool, pace time.Duration) smallFill {
 	refusedAt := -1 // the first batch with a put refused
 	for b := range 2 * smallStores / (16 << 10) / perBatch {
 		if pace > 0 && refusedAt >= 0 && b > refusedAt+64 {
-			break // two seconds of refusals
+			break // more than two seconds of refusals
 		}
 		ops := make([]wire.Op, perBatch)
 		for i := range ops {
@@ -102,6 +102,9 @@ func fillSmallFollower(t *testing.T, plant bool, pace time.Duration) smallFill {
 			switch r.Status {
 			case wire.StatusOK:
 				f.acked[ops[i].Key] = ops[i].Value
+			case wire.StatusUnknown:
+				// Not acknowledged (an apply's timeout, under load): it
+				// may read back or not.
 			case wire.StatusNoMemory:
 				f.noMemory++
 				if refusedAt < 0 {

@@ -68,7 +68,8 @@ type StatusReply struct {
 	// keeps its replicas in memory, or is older than this field.
 	Disk *DiskStats
 	// Stores is what the server's stores hold against their share of
-	// -max-memory; nil from a server older than this field.
+	// -max-memory; nil from a server that does not replicate, has no
+	// -max-memory, or is older than this field.
 	Stores *StoreStats
 }
 
@@ -80,10 +81,18 @@ type StoreStats struct {
 }
 
 // NearLimit reports whether stores at st are within a sixteenth of their
-// limit: leaders take no puts for a shard one of whose replicas' stores
-// are (backend.StoreLimit). False for a nil st and for no limit.
+// limit, or past it: leaders take no puts for a shard one of whose
+// replicas' stores are (backend.StoreLimit). False for a nil st and for
+// no limit.
 func (st *StoreStats) NearLimit() bool {
-	return st != nil && st.Limit > 0 && st.Bytes+st.Limit/16 > st.Limit
+	return st != nil && st.Limit > 0 && st.Bytes > st.Limit-st.Limit/16
+}
+
+// WellWithinLimit reports whether stores at st hold less than seven
+// eighths of their limit: a replica said near is no longer so once it
+// says this (true for a nil st and for no limit).
+func (st *StoreStats) WellWithinLimit() bool {
+	return st == nil || st.Limit == 0 || st.Bytes < st.Limit-st.Limit/8
 }
 
 // DiskStats is the space of a server's data dir at one instant.

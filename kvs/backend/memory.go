@@ -15,11 +15,11 @@ import (
 // are refused together: its deletes then go again alone). Nothing is
 // evicted. The check is made before a batch applies, so the batches
 // applying at once can overshoot by what they write. On a replicated
-// server the shard's leader makes it, and also refuses the puts while a
-// peer replicating the shard said in the leaders' last poll (every
-// quarter second) that its own stores are near their limit
-// (wire.StoreStats.NearLimit): a follower's stores can overshoot by what
-// its leaders commit before they hear.
+// server the shard's leader makes it, and also refuses the puts while
+// another replica of the shard said in the leaders' poll of their peers
+// (diskspace.Watch.PeersStoresNear) that its own stores are near their
+// limit: a follower's stores can overshoot by what its leaders commit
+// before they hear.
 type StoreLimit struct {
 	limit int64          // bytes; 0 means none
 	acct  *store.Account // the server's stores
@@ -56,12 +56,18 @@ func (l *StoreLimit) Stats() *wire.StoreStats {
 	return &wire.StoreStats{Bytes: uint64(max(l.acct.Bytes(), 0)), Limit: uint64(l.limit)}
 }
 
-// refusesPuts reports whether the leader g must refuse a batch's puts of
-// n bytes of records: they would take this server's stores past their
-// limit, or a peer replicating the shard said lately that its own are
-// near theirs (unless Planted.IgnorePeerStores).
-func (b *Replicated) refusesPuts(g *replica.Group, n int64) bool {
-	return b.apply.Limit.refuses(n) || n > 0 && !b.Planted.IgnorePeerStores.Load() && g.PeerStoresNear()
+// mustRefusePuts reports whether g, its shard's leader, must refuse a
+// batch's puts of n bytes of records: they would take this server's
+// stores past their limit, or another replica of the shard said in a
+// recent poll that its own are near theirs (unless
+// Planted.IgnorePeerStores). A replica that does not lead refuses
+// nothing here: its write fails with ErrNotLeader, which names the
+// leader.
+func (b *Replicated) mustRefusePuts(g *replica.Group, n int64) bool {
+	if n <= 0 || !g.Leads() {
+		return false
+	}
+	return b.apply.Limit.refuses(n) || !b.Planted.IgnorePeerStores.Load() && g.PeersStoresNear()
 }
 
 // refusePuts answers the puts of the ops at (every op for a nil at)

@@ -153,7 +153,7 @@ func (b *Replicated) serveShard(g *replica.Group, args *wire.BatchArgs, reply *w
 		b.serveReads(g.Store(), ops, p, results, cl)
 		return
 	}
-	if b.refusesPuts(g, p.putBytes) {
+	if b.mustRefusePuts(g, p.putBytes) {
 		b.refuseWrites(g, ops, p, results, wire.StatusNoMemory)
 		b.serveReads(g.Store(), ops, p, results, cl)
 		return

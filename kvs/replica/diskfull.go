@@ -25,9 +25,13 @@ func (g *Group) refuseWrite() error {
 	return nil
 }
 
-// PeerStoresNear reports whether a replica of this shard said lately
-// that its stores are near their limit: its leader takes no puts then.
-func (g *Group) PeerStoresNear() bool { return g.disk.PeersStoresNear(g.Placement()) }
+// Leads reports whether this replica is its shard's Raft leader now.
+func (g *Group) Leads() bool { return g.raft.State() == raft.Leader }
+
+// PeersStoresNear reports whether another replica of this shard said in
+// a recent poll that its stores are near their limit: a leader takes no
+// puts then.
+func (g *Group) PeersStoresNear() bool { return g.disk.PeersStoresNear(g.Placement()) }
 
 // peers returns the other servers of the cluster under this server's map.
 func (s *Set) peers() []string {

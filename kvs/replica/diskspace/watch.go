@@ -44,9 +44,9 @@ type Watch struct {
 
 	mu       sync.Mutex
 	peerFull map[string]bool // guarded by mu
-	// peerStores says which peers' stores are near their limit, as each
-	// said last (wire.StoreStats.NearLimit); guarded by mu.
-	peerStores map[string]bool
+	// peerStores is what each peer said last of its stores (stores.go);
+	// guarded by mu.
+	peerStores map[string]peerStores
 	// somePeerStoresNear says some peer is in peerStores as near, so
 	// that a leader's check of each batch takes no lock otherwise.
 	somePeerStoresNear atomic.Bool
@@ -74,7 +74,7 @@ func Start(cfg Config) (*Watch, error) {
 		return nil, err
 	}
 	d := &Watch{dir: cfg.Dir, reserve: cfg.Reserve, log: cfg.Logger, peerStat: cfg.PeerStatus, peers: cfg.Peers,
-		peerFull: map[string]bool{}, peerStores: map[string]bool{}, stop: make(chan struct{})}
+		peerFull: map[string]bool{}, peerStores: map[string]peerStores{}, stop: make(chan struct{})}
 	if err := d.read(); err != nil {
 		return nil, err
 	}
@@ -143,13 +143,15 @@ func (d *Watch) watchPeers() {
 			return
 		case <-tick.C:
 		}
-		for _, p := range d.peers() {
+		peers := d.peers()
+		d.forgetPeerStores(peers)
+		for _, p := range peers {
 			st, err := d.peerStat(p, wire.StatusRequest{DiskOnly: true}, PeerEvery)
 			if err != nil {
 				continue
 			}
 			full := st.Disk != nil && st.Disk.Full
-			d.notePeerStores(p, st.Stores.NearLimit())
+			d.notePeerStores(p, st.Stores, time.Now())
 			d.mu.Lock()
 			if full != d.peerFull[p] {
 				d.log.Info("peer's data dir", "peer", p, "full", full)
