@@ -24,7 +24,9 @@ func newPeerWatch() *Watch {
 func TestPeersStoresNear(t *testing.T) {
 	const limit = 1 << 20
 	d := newPeerWatch()
-	at := func(frac float64) *wire.StoreStats { return &wire.StoreStats{Bytes: uint64(frac * limit), Limit: limit} }
+	at := func(frac float64) *wire.StoreStats {
+		return &wire.StoreStats{Bytes: uint64(frac * limit), Limit: limit}
+	}
 	now := time.Now()
 	shard := []string{"self", "a", "b"}
 
