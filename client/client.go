@@ -341,9 +341,10 @@ func (c *Client) one(ctx context.Context, op wire.Op) (wire.Result, error) {
 	c.batchers[target].Add(ctx, op, done)
 	select {
 	case o := <-done:
-		if o.Err == nil && o.Shared && autobatch.ReadRefused(&op, o.Res) {
-			// Other callers' gets took the values the batch could read:
-			// alone, it may fit (see DoShared).
+		if o.Err == nil && o.Shared && (autobatch.ReadRefused(&op, o.Res) || autobatch.DeleteRefused(&op, o.Res)) {
+			// Other callers' gets took the values the batch could read,
+			// or their puts were refused for memory: alone, it may be
+			// served (see DoShared).
 			res := make([]wire.Result, 1)
 			o.Err = c.sendTo(ctx, target, []wire.Op{op}, res)
 			o.Res = res[0]

@@ -91,8 +91,9 @@ func (c *Client) DoShared(ctx context.Context, ops []wire.Op, results []wire.Res
 
 // awaitParts waits for the answers of the parts (targets) of sp on done,
 // their results in subs, until every part is answered or ctx ends, and
-// sends again alone what a shared batch refused to read (resendTooLarge).
-// It returns which parts were answered, and the first error.
+// sends again alone what a shared batch refused for other callers' ops
+// (resendAlone). It returns which parts were answered, and the first
+// error.
 func (c *Client) awaitParts(ctx context.Context, sp byTarget, parts []int, subs []wire.Result, done <-chan autobatch.RunDone) ([]bool, error) {
 	answered := make([]bool, len(parts))
 	var err error
@@ -107,7 +108,7 @@ func (c *Client) awaitParts(ctx context.Context, sp byTarget, parts []int, subs 
 		if d.Err == nil && d.Shared {
 			s := parts[d.Part]
 			lo, hi := sp.start[s], sp.start[s+1]
-			d.Err = c.resendTooLarge(ctx, s, sp.ops[lo:hi], subs[lo:hi])
+			d.Err = c.resendAlone(ctx, s, sp.ops[lo:hi], subs[lo:hi])
 		}
 		if d.Err != nil && err == nil {
 			err = d.Err
@@ -116,14 +117,16 @@ func (c *Client) awaitParts(ctx context.Context, sp byTarget, parts []int, subs 
 	return answered, err
 }
 
-// resendTooLarge sends again, alone, the gets and conditional puts of
+// resendAlone sends again, alone, the gets and conditional puts of
 // part (the ops of one target, results in res) that a shared batch
 // answered StatusTooLarge: the server caps the values one batch may read,
-// and other callers' gets took some of that. Only ops whose key no other
+// and other callers' gets took some of that. So too the deletes of a part
+// without puts that were refused with other callers' puts
+// (StatusNoMemory). Only ops whose key no other
 // op of the part touches are sent again, so that none moves past another
 // op of the caller on its key; a conditional put answered TooLarge was not
 // applied.
-func (c *Client) resendTooLarge(ctx context.Context, target int, part []wire.Op, res []wire.Result) error {
+func (c *Client) resendAlone(ctx context.Context, target int, part []wire.Op, res []wire.Result) error {
 	again := autobatch.Resendable(part, res)
 	if len(again) == 0 {
 		return nil

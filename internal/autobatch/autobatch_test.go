@@ -1,6 +1,7 @@
 package autobatch
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -45,4 +46,23 @@ func TestResendable(t *testing.T) {
 	res := []wire.Result{tooLarge, tooLarge, ok, tooLarge, ok, tooLarge, tooLarge, tooLarge}
 	require.Equal(t, []int{0, 3}, Resendable(part, res))
 	require.Empty(t, Resendable(part[4:5], res[4:5]))
+}
+
+// TestResendableDeletes: deletes refused with other callers' puts for
+// memory are sent again alone, unless the caller's part has puts of its
+// own, which alone would have been refused with them.
+func TestResendableDeletes(t *testing.T) {
+	noMemory, ok := wire.Result{Status: wire.StatusNoMemory}, wire.Result{Status: wire.StatusOK}
+	dels := []wire.Op{
+		{Code: wire.OpDelete, Key: "a"},     // 0: sent again
+		{Code: wire.OpGet, Key: "b"},        // 1: answered
+		{Code: wire.OpDelete, Key: "c"},     // 2: sent again
+		{Code: wire.OpGet, Key: "twice"},    // 3: answered
+		{Code: wire.OpDelete, Key: "twice"}, // 4: its key read before it
+	}
+	res := []wire.Result{noMemory, ok, noMemory, ok, noMemory}
+	require.Equal(t, []int{0, 2}, Resendable(dels, res))
+
+	withPut := append(slices.Clone(dels[:1]), wire.Op{Code: wire.OpPut, Key: "p", Value: "v"})
+	require.Empty(t, Resendable(withPut, []wire.Result{noMemory, noMemory}))
 }

@@ -8,12 +8,14 @@ import (
 
 // Resendable returns the indexes of the ops of part (one caller's run)
 // that may be sent again alone after a shared batch answered them with
-// res: those ReadRefused, whose key no other op of part touches, so that
-// none moves past another op of the caller on its key.
+// res: those ReadRefused, and those DeleteRefused when part has no put of
+// its own, whose key no other op of part touches, so that none moves
+// past another op of the caller on its key.
 func Resendable(part []wire.Op, res []wire.Result) []int {
 	var again []int
+	puts := slices.ContainsFunc(part, func(op wire.Op) bool { return op.Code == wire.OpPut || op.Code == wire.OpPutIf })
 	for j := range part {
-		if ReadRefused(&part[j], res[j]) {
+		if ReadRefused(&part[j], res[j]) || !puts && DeleteRefused(&part[j], res[j]) {
 			again = append(again, j)
 		}
 	}
@@ -25,6 +27,14 @@ func Resendable(part []wire.Op, res []wire.Result) []int {
 		uses[part[j].Key]++
 	}
 	return slices.DeleteFunc(again, func(j int) bool { return uses[part[j].Key] > 1 })
+}
+
+// DeleteRefused says whether res is op's answer when its batch's puts
+// were refused for memory: a delete answered StatusNoMemory, not
+// applied, since a batch's writes are one log entry. In a batch that
+// other callers' puts shared, it is taken alone.
+func DeleteRefused(op *wire.Op, res wire.Result) bool {
+	return res.Status == wire.StatusNoMemory && op.Code == wire.OpDelete
 }
 
 // ReadRefused says whether res is op's answer when the values its batch
