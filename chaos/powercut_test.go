@@ -90,7 +90,10 @@ func TestPowerCutCatchesUnsafeNoSync(t *testing.T) {
 // TestPowerCutCatchesAckBeforeSync is the planted-bug control: servers
 // built with -tags planted_latesync acknowledge a write before its log
 // is synced (they sync at most once per planted.LateSyncPeriod), and a cut
-// under load must show lost acknowledged writes.
+// under load must show lost acknowledged writes. Whether a cut loses any
+// depends on where it falls against the last sync: once in go test
+// ./... (2026-11-29) a cut lost none and the checks rightly passed, so
+// up to 3 cuts are made, and one must be caught.
 func TestPowerCutCatchesAckBeforeSync(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a second kvsserver")
@@ -98,11 +101,15 @@ func TestPowerCutCatchesAckBeforeSync(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "kvsserver-latesync")
 	out, err := exec.Command("go", "build", "-tags", "planted_latesync", "-o", bin, "github.com/batchkv/batchkv/cmd/kvsserver").CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	o := powerCutOptions(t, "power-cut", powercut.Strict)
-	o.Bin = bin
-	res, err := Run(o)
-	require.NoError(t, err)
-	checks := safety(t, res)
-	require.False(t, checks["no acknowledged write lost"].Pass && checks["checked history is linearizable"].Pass,
-		"the checks missed the acknowledged writes a cut loses when the log acknowledges before it syncs")
+	caught := false
+	for try := 1; try <= 3 && !caught; try++ {
+		o := powerCutOptions(t, "power-cut", powercut.Strict)
+		o.Bin = bin
+		res, err := Run(o)
+		require.NoError(t, err)
+		checks := safety(t, res)
+		caught = !checks["no acknowledged write lost"].Pass || !checks["checked history is linearizable"].Pass
+		t.Logf("cut %d: lost acknowledged writes found: %v", try, caught)
+	}
+	require.True(t, caught, "the checks missed the acknowledged writes a cut loses when the log acknowledges before it syncs, in 3 cuts")
 }
