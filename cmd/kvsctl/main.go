@@ -204,7 +204,7 @@ func status(admin client.Admin, cfg client.Config, timeout time.Duration, stdout
 			fmt.Fprintf(stdout, "%s: unreachable (%v)\n", srv, err)
 			continue
 		}
-		disks = append(disks, serverDisk{server: srv, disk: st.Disk})
+		disks = append(disks, serverDisk{server: srv, disk: st.Disk, stores: st.Stores})
 		for _, s := range st.Shards {
 			rows = append(rows, row{server: srv, ShardStatus: s})
 		}
