@@ -10,8 +10,7 @@ import (
 
 // refuseWrite returns why this replica, as leader, must not append a
 // write now: ErrNoSpace when a majority of the shard's disks are full,
-// ErrHandingOver when its own is (package leadership is handing its leadership to
-// a replica that can write). Nil otherwise.
+// ErrHandingOver when its own is (package leadership hands it over).
 func (g *Group) refuseWrite() error {
 	if !g.disk.AnyFull() || g.raft.State() != raft.Leader {
 		return nil
@@ -29,8 +28,7 @@ func (g *Group) refuseWrite() error {
 func (g *Group) Leads() bool { return g.raft.State() == raft.Leader }
 
 // PeersStoresNear reports whether another replica of this shard said in
-// a recent poll that its stores are near their limit: a leader takes no
-// puts then.
+// a recent poll that its stores are near their limit (diskspace).
 func (g *Group) PeersStoresNear() bool { return g.disk.PeersStoresNear(g.Placement()) }
 
 // peers returns the other servers of the cluster under this server's map.
@@ -38,6 +36,5 @@ func (s *Set) peers() []string {
 	return slices.DeleteFunc(slices.Clone(s.Map().Servers), func(a string) bool { return a == s.cfg.Self })
 }
 
-// Disk returns the space of the data dir; nil when the replicas are in
-// memory.
+// Disk returns the data dir's space; nil for replicas in memory.
 func (s *Set) Disk() *wire.DiskStats { return s.disk.Stats() }

@@ -20,8 +20,7 @@ func (g *Group) Placement() []string { return *g.place.Load() }
 
 // SetPlacement records the shard's replicas from a new map.
 func (g *Group) SetPlacement(replicas []string) {
-	p := slices.Clone(replicas)
-	g.place.Store(&p)
+	g.place.Store(new(slices.Clone(replicas)))
 }
 
 // Members returns the shard's latest Raft configuration as this replica
