@@ -122,10 +122,9 @@ func (c *Client) awaitParts(ctx context.Context, sp byTarget, parts []int, subs 
 // answered StatusTooLarge: the server caps the values one batch may read,
 // and other callers' gets took some of that. So too the deletes of a part
 // without puts that were refused with other callers' puts
-// (StatusNoMemory). Only ops whose key no other
-// op of the part touches are sent again, so that none moves past another
-// op of the caller on its key; a conditional put answered TooLarge was not
-// applied.
+// (StatusNoMemory). Only ops whose key no other op of the part touches
+// are sent again, so that none moves past another op of the caller on
+// its key; a conditional put answered TooLarge was not applied.
 func (c *Client) resendAlone(ctx context.Context, target int, part []wire.Op, res []wire.Result) error {
 	again := autobatch.Resendable(part, res)
 	if len(again) == 0 {
