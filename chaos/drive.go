@@ -172,7 +172,7 @@ func finalReads(r *experiment.Run, bulk *load.Bulk) {
 		return
 	}
 	defer func() { _ = cl.Close() }()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), r.Opt.FinalReads)
 	defer cancel()
 	n, err := bulk.FinalCheck(ctx, cl)
 	if err != nil {

@@ -35,6 +35,13 @@ func shortOptions(t *testing.T, name string) experiment.Options {
 		// that a link slowed (its floor's span, 1 s, and a few measures).
 		o.Fault = 8 * time.Second
 	}
+	if name == "slow-network" {
+		// Only the step that slowNetworkStoreChecks measure, for the real
+		// server (TestScenariosShort) and the planted faults alike
+		// (TestSlowNetworkCatchesPlantedFaults); slow-network-egress
+		// runs both steps.
+		o.Latencies = []time.Duration{250 * time.Millisecond}
+	}
 	o.Bulk = load.BulkConfig{Goroutines: 16, Batch: 256, Keys: 256, Reads: 0.95, ValueSize: 32, AttemptTimeout: 5 * time.Second}
 	o.Checked = load.CheckedConfig{Clients: 4, Keys: 50, MaxOps: 4}
 	if testing.Verbose() {

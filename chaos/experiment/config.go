@@ -57,6 +57,9 @@ type Options struct {
 	Progress io.Writer
 	// CheckTimeout bounds porcupine.
 	CheckTimeout time.Duration
+	// FinalReads bounds the reads of every key after the load; a key
+	// not read by then counts as a violation.
+	FinalReads time.Duration
 }
 
 // Defaults of a run, before a scenario's own (chaos.DefaultOptions):
@@ -82,6 +85,7 @@ const (
 	DefaultInterval      = 5 * time.Second
 	DefaultFailoverBound = 2500 * time.Millisecond
 	DefaultCheckTimeout  = 5 * time.Minute
+	DefaultFinalReads    = time.Minute
 )
 
 // DefaultLatencies returns the latencies slow-network adds, in turn.
@@ -101,6 +105,7 @@ func DefaultOptions() Options {
 		Bulk:          load.DefaultBulk(),
 		Checked:       load.DefaultChecked(),
 		CheckTimeout:  DefaultCheckTimeout,
+		FinalReads:    DefaultFinalReads,
 	}
 }
 
@@ -109,8 +114,8 @@ var (
 	// ErrBadCluster is a cluster of no server or shard, of negative
 	// spares, or an RF larger than its servers.
 	ErrBadCluster = errors.New("chaos: bad cluster size")
-	// ErrBadDuration is a negative duration, or a zero failover bound or
-	// checker timeout.
+	// ErrBadDuration is a negative duration, or a zero failover bound,
+	// checker timeout or final reads' bound.
 	ErrBadDuration = errors.New("chaos: bad duration")
 	// ErrBadCPUFraction is a CPU share outside (0, 1].
 	ErrBadCPUFraction = errors.New("chaos: bad CPU fraction")
@@ -128,8 +133,9 @@ func (o Options) Validate() error {
 			return fmt.Errorf("%w: %v", ErrBadDuration, d)
 		}
 	}
-	if o.FailoverBound <= 0 || o.CheckTimeout <= 0 {
-		return fmt.Errorf("%w: failover bound %v, checker timeout %v: want more than 0", ErrBadDuration, o.FailoverBound, o.CheckTimeout)
+	if o.FailoverBound <= 0 || o.CheckTimeout <= 0 || o.FinalReads <= 0 {
+		return fmt.Errorf("%w: failover bound %v, checker timeout %v, final reads %v: want more than 0",
+			ErrBadDuration, o.FailoverBound, o.CheckTimeout, o.FinalReads)
 	}
 	if o.CPUFraction <= 0 || o.CPUFraction > 1 {
 		return fmt.Errorf("%w: %v: want a share of one CPU in (0, 1]", ErrBadCPUFraction, o.CPUFraction)

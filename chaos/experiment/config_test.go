@@ -25,6 +25,7 @@ func TestOptionsValidate(t *testing.T) {
 		{func(o *Options) { o.Fault = -time.Second }, ErrBadDuration},
 		{func(o *Options) { o.Latencies = []time.Duration{-time.Millisecond} }, ErrBadDuration},
 		{func(o *Options) { o.CheckTimeout = 0 }, ErrBadDuration},
+		{func(o *Options) { o.FinalReads = 0 }, ErrBadDuration},
 		{func(o *Options) { o.CPUFraction = 0 }, ErrBadCPUFraction},
 		{func(o *Options) { o.CPUFraction = 2 }, ErrBadCPUFraction},
 		{func(o *Options) { o.ServerCPU = -0.5 }, ErrBadCPUFraction},
