@@ -15,6 +15,7 @@ import (
 	"github.com/batchkv/batchkv/internal/clustertest"
 	"github.com/batchkv/batchkv/internal/linz"
 	"github.com/batchkv/batchkv/kvs"
+	"github.com/batchkv/batchkv/membership"
 	"github.com/batchkv/batchkv/shard"
 	"github.com/batchkv/batchkv/wire"
 )
@@ -180,11 +181,79 @@ func TestReplaceDeadServer(t *testing.T) {
 	c.Stop(1) // for good
 	_, err := drv.RemoveServer(c.Addrs()[1])
 	require.ErrorContains(t, err, "would leave 2 servers for 3 replicas", "with RF members, the new server comes first")
+	before, err := drv.Map()
+	require.NoError(t, err)
 	c.Start(3)
-	_, err = drv.AddServer(c.Addrs()[3])
+	added, err := drv.AddServer(c.Addrs()[3])
 	require.NoError(t, err)
-	_, err = drv.RemoveServer(c.Addrs()[1])
+	removed, err := drv.RemoveServer(c.Addrs()[1])
 	require.NoError(t, err)
+	// The control of TestReplaceServerMovesEachReplicaOnce's check: this
+	// way moves some replicas twice.
+	moves := append(added.Moves, removed.Moves...)
+	require.Error(t, movedOnce(before, c.Addrs()[1], c.Addrs()[3], moves), "add-server then remove-server moved each replica once")
+	t.Logf("add-server then remove-server: %d moves", len(moves))
+	requireReplaced(t, c, drv, stop)
+}
+
+// TestReplaceServerMovesEachReplicaOnce: at RF=3 with 3 members one dies
+// for good, and ReplaceServer puts each of its replicas on a new server,
+// one move each, under a checked load: the history is linearizable,
+// every key reads back, every shard ends on 3 live replicas that agree.
+func TestReplaceServerMovesEachReplicaOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("moves shards under load")
+	}
+	c := membershipCluster(t)
+	clustertest.PutAll(t, c.Client(t), "bulk", 2000, clustertest.ValueOf("d"))
+	stop, _ := checkedLoad(t, c)
+	drv := c.Driver(t, nil)
+	before, err := drv.Map()
+	require.NoError(t, err)
+	c.Stop(1) // for good
+	_, err = drv.ReplaceServer(c.Addrs()[1], c.Addrs()[0])
+	require.ErrorContains(t, err, "holds a replica of shard", "a member that holds the same shards")
+	_, err = drv.ReplaceServer(c.Addrs()[1], c.Addrs()[1])
+	require.ErrorContains(t, err, "cannot replace itself")
+	c.Start(3)
+	sum, err := drv.ReplaceServer(c.Addrs()[1], c.Addrs()[3])
+	require.NoError(t, err)
+	require.NoError(t, movedOnce(before, c.Addrs()[1], c.Addrs()[3], sum.Moves))
+	t.Logf("replace-server: %d moves in %v", len(sum.Moves), sum.Took)
+	requireReplaced(t, c, drv, stop)
+}
+
+// movedOnce says whether moves put each replica that m places on from,
+// its shards' and the meta group's, on to, one move each, and moved
+// nothing else.
+func movedOnce(m *shard.Map, from, to string, moves []membership.Moved) error {
+	want := map[int]bool{}
+	for sh, reps := range m.Placement {
+		if slices.Contains(reps, from) {
+			want[sh] = true
+		}
+	}
+	if slices.Contains(m.Meta, from) {
+		want[m.Shards] = true
+	}
+	if len(moves) != len(want) {
+		return fmt.Errorf("%d moves for the %d replicas on %s", len(moves), len(want), from)
+	}
+	for _, mv := range moves {
+		if !want[mv.Shard] || mv.From != from || mv.To != to {
+			return fmt.Errorf("%s moved %s -> %s, not one of the replicas on %s to %s", mv.Name, mv.From, mv.To, from, to)
+		}
+		delete(want, mv.Shard)
+	}
+	return nil
+}
+
+// requireReplaced stops the checked load and requires that server 1 was
+// replaced by server 3: a linearizable history, a map of 0, 2 and 3 that
+// places every shard on three of them, every key read back, and every
+// shard's replicas alike.
+func requireReplaced(t *testing.T, c *clustertest.Cluster, drv *membership.Driver, stop func() []porcupine.Operation) {
+	t.Helper()
 	ops := stop()
 	require.Equal(t, porcupine.Ok, clustertest.Linearizable(t, ops))
 	final, err := drv.Map()

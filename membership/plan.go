@@ -66,19 +66,19 @@ func (c *Driver) AddMember(addr string) error {
 // shards still have a majority elsewhere.
 func (c *Driver) RemoveServer(addr string) (Summary, error) {
 	start := time.Now()
-	var sum Summary
 	if err := c.Reconcile(); err != nil {
-		return sum, err
+		return Summary{}, err
 	}
 	m, err := c.Map()
 	if err != nil {
-		return sum, err
+		return Summary{}, err
 	}
 	if !slices.Contains(m.Servers, addr) {
-		return sum, fmt.Errorf("membership: %s is not a member", addr)
+		return Summary{}, fmt.Errorf("membership: %s is not a member", addr)
 	}
 	if len(m.Servers)-1 < m.RF {
-		return sum, fmt.Errorf("membership: removing %s would leave %d servers for %d replicas of each shard", addr, len(m.Servers)-1, m.RF)
+		return Summary{}, fmt.Errorf("membership: removing %s would leave %d servers for %d replicas of each shard: replace it with a new server (kvsctl replace-server %s NEW)",
+			addr, len(m.Servers)-1, m.RF, addr)
 	}
 	plan := m.Clone()
 	var moves []planned
@@ -90,6 +90,64 @@ func (c *Driver) RemoveServer(addr string) (Summary, error) {
 		plan = plan.WithReplicas(sh, replace(plan.Replicas(sh), addr, to))
 		moves = append(moves, planned{sh, addr, to})
 	}
+	sum, err := c.moveOff(m, addr, moves)
+	sum.Took = time.Since(start)
+	return sum, err
+}
+
+// ReplaceServer moves every replica on addr, its shards' and the meta
+// group's, to with, a server started with -join, then takes addr out of
+// the members. addr may be dead. Each replica moves once, where AddServer
+// then RemoveServer may move one off a live server that the removal then
+// moves back; a new server takes addr's share, so the replicas stay as
+// even as they were. Run again after a failure, it moves what is left.
+func (c *Driver) ReplaceServer(addr, with string) (Summary, error) {
+	start := time.Now()
+	if err := c.Reconcile(); err != nil {
+		return Summary{}, err
+	}
+	m, err := c.Map()
+	if err != nil {
+		return Summary{}, err
+	}
+	switch {
+	case !slices.Contains(m.Servers, addr):
+		return Summary{}, fmt.Errorf("membership: %s is not a member", addr)
+	case addr == with:
+		return Summary{}, fmt.Errorf("membership: %s cannot replace itself", addr)
+	}
+	for sh, reps := range m.Placement {
+		if slices.Contains(reps, addr) && slices.Contains(reps, with) {
+			return Summary{}, fmt.Errorf("membership: %s holds a replica of shard %d, as %s does: replace a server with a new one (or use remove-server)", with, sh, addr)
+		}
+	}
+	if slices.Contains(m.Meta, addr) && slices.Contains(m.Meta, with) {
+		return Summary{}, fmt.Errorf("membership: %s holds a replica of the meta group, as %s does: replace a server with a new one (or use remove-server)", with, addr)
+	}
+	if err := c.AddMember(with); err != nil {
+		return Summary{}, err
+	}
+	if m, err = c.Map(); err != nil {
+		return Summary{}, err
+	}
+	var moves []planned
+	for sh := range m.Shards {
+		if slices.Contains(m.Placement[sh], addr) {
+			moves = append(moves, planned{sh, addr, with})
+		}
+	}
+	if slices.Contains(m.Meta, addr) {
+		moves = append(moves, planned{m.Shards, addr, with})
+	}
+	sum, err := c.moveOff(m, addr, moves)
+	sum.Took = time.Since(start)
+	return sum, err
+}
+
+// moveOff makes moves, every replica on addr to another member, then
+// takes addr out of m's members and evens out preferred leaders.
+func (c *Driver) moveOff(m *shard.Map, addr string, moves []planned) (Summary, error) {
+	var sum Summary
 	// The meta group's move last, alone: every other move commits the
 	// map through it.
 	meta := slices.IndexFunc(moves, func(p planned) bool { return p.shard == m.Shards })
@@ -106,7 +164,8 @@ func (c *Driver) RemoveServer(addr string) (Summary, error) {
 			return sum, err
 		}
 	}
-	if m, err = c.Map(); err != nil {
+	m, err := c.Map()
+	if err != nil {
 		return sum, err
 	}
 	next := m.Clone()
@@ -115,9 +174,8 @@ func (c *Driver) RemoveServer(addr string) (Summary, error) {
 		return sum, err
 	}
 	c.say("%s is no longer a member (map epoch %d); it may be stopped", addr, next.Epoch)
-	m = next
-	lsum, err := c.balanceLeaders(m)
-	sum.Leaders, sum.Epoch, sum.Took = lsum.Leaders, lsum.Epoch, time.Since(start)
+	lsum, err := c.balanceLeaders(next)
+	sum.Leaders, sum.Epoch = lsum.Leaders, lsum.Epoch
 	return sum, err
 }
 

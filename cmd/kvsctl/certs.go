@@ -25,7 +25,8 @@ const certsUsage = `usage:
       a client's certificate
   kvsctl certs issue -dir DIR -name NAME -role admin
       an operator's certificate: a client's, which may also change the
-      cluster's membership (add-server, remove-server, move, rebalance)
+      cluster's membership (add-server, remove-server, replace-server, move,
+      rebalance)
 Both write DIR/NAME.crt and DIR/NAME.key (keys mode 0600) and never overwrite a file.`
 
 // localHosts are the names a node certificate carries without -hosts:

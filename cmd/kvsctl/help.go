@@ -82,6 +82,14 @@ of the map. ADDR may be dead. Afterwards it serves nothing and may be
 stopped (kill its PID; run-cluster.sh writes its servers' PIDs to
 logs/latest/pids/).`,
 		example: "kvsctl -hosts 127.0.0.2:8081 remove-server 127.0.0.1:8080"},
+	{name: "replace-server", args: "ADDR NEW", summary: "move every replica off ADDR (alive or dead) onto NEW, started with -join, and drop ADDR",
+		detail: `Makes NEW, a server started with -join, a member, moves each replica
+ADDR holds onto it, then takes ADDR out of the map. ADDR may be dead.
+Each replica moves once, where add-server then remove-server may move
+one off a live server and back; a cluster of exactly RF members, which
+remove-server refuses, can replace a member so. NEW must hold no
+replica of a shard ADDR holds. On failure, run it again to finish.`,
+		example: "kvsserver -host 127.0.0.4 -port 8083 -join 127.0.0.2:8081 -data-dir run/kvsdata/new &\n  kvsctl -hosts 127.0.0.2:8081 replace-server 127.0.0.1:8080 127.0.0.4:8083"},
 	{name: "move", args: "SHARD ADDR", summary: "move one replica of SHARD onto member ADDR",
 		detail: `Moves one replica of SHARD onto ADDR, a member that holds none of it:
 from the replica on the member that holds the most replicas overall.

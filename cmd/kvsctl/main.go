@@ -11,6 +11,7 @@
 //	kvsctl -hosts 127.0.0.1:8080 map
 //	kvsctl -hosts 127.0.0.1:8080 add-server 127.0.0.1:8083
 //	kvsctl -hosts 127.0.0.1:8080 remove-server 127.0.0.1:8081
+//	kvsctl -hosts 127.0.0.1:8080 replace-server 127.0.0.1:8081 127.0.0.1:8084
 //	kvsctl -hosts 127.0.0.1:8080 move 3 127.0.0.1:8083
 //	kvsctl -hosts 127.0.0.1:8080 rebalance
 //
@@ -32,7 +33,8 @@
 // map prints a replicated cluster's shard map and its epoch. add-server
 // makes a server started with -join a member and moves its share of
 // replicas and leaders onto it; remove-server moves every replica off a
-// server (alive or dead) so it can be stopped; move moves one replica of
+// server (alive or dead) so it can be stopped; replace-server moves every
+// replica of one server onto a new one; move moves one replica of
 // a shard; rebalance evens out replicas and leaders. Each prints a line
 // per step and ends with what moved and how long it took (package
 // membership).
@@ -87,7 +89,7 @@ func exitStatus(err error) int {
 
 // argCounts is how many arguments each command takes after its name.
 var argCounts = map[string]int{"status": 0, "get": 1, "put": 2, "delete": 1, "leader": 1, "map": 0,
-	"add-server": 1, "remove-server": 1, "move": 2, "rebalance": 0}
+	"add-server": 1, "remove-server": 1, "replace-server": 2, "move": 2, "rebalance": 0}
 
 func run(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("kvsctl", flag.ContinueOnError)
@@ -135,7 +137,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		admin.TLS = id.ClientConfig()
 	}
 	switch cmd[0] {
-	case "map", "add-server", "remove-server", "move", "rebalance":
+	case "map", "add-server", "remove-server", "replace-server", "move", "rebalance":
 		return membershipCmd(cmd, admin, strings.Split(*hosts, ","), max(*timeout, 10*time.Second), stdout)
 	}
 	cfg, err := discover(admin, strings.Split(*hosts, ","), *timeout)

@@ -78,12 +78,12 @@ func TestTopOnceUnreachableFails(t *testing.T) {
 	require.NoError(t, allUnreachable([]nodeSample{{err: io.EOF}, {}}))
 }
 
-// TestMembershipOnFixedRing: map and add-server against a cluster whose
-// members cannot change say so, with no %!w, and add-server prints no
+// TestMembershipOnFixedRing: map, add-server and replace-server against a
+// cluster whose members cannot change say so, with no %!w, and print no
 // "done" line for a change that did not happen.
 func TestMembershipOnFixedRing(t *testing.T) {
 	addr := startPlain(t, nil)
-	for _, args := range [][]string{{"map"}, {"add-server", "127.0.0.9:1"}} {
+	for _, args := range [][]string{{"map"}, {"add-server", "127.0.0.9:1"}, {"replace-server", addr, "127.0.0.9:1"}} {
 		var out bytes.Buffer
 		err := run(append([]string{"-hosts", addr}, args...), &out, io.Discard)
 		require.Error(t, err)

@@ -14,7 +14,8 @@ import (
 	"github.com/batchkv/batchkv/shard"
 )
 
-// membershipCmd runs map, add-server, remove-server, move and rebalance.
+// membershipCmd runs map, add-server, remove-server, replace-server, move
+// and rebalance.
 // Each prints a line per step and ends with what moved and how long it
 // took.
 func membershipCmd(cmd []string, admin client.Admin, hosts []string, timeout time.Duration, stdout io.Writer) error {
@@ -34,6 +35,8 @@ func membershipCmd(cmd []string, admin client.Admin, hosts []string, timeout tim
 		sum, err = cl.AddServer(cmd[1])
 	case cmd[0] == "remove-server" && len(cmd) == 2:
 		sum, err = cl.RemoveServer(cmd[1])
+	case cmd[0] == "replace-server" && len(cmd) == 3:
+		sum, err = cl.ReplaceServer(cmd[1], cmd[2])
 	case cmd[0] == "rebalance" && len(cmd) == 1:
 		sum, err = cl.Rebalance()
 	case cmd[0] == "move" && len(cmd) == 3:
