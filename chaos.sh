@@ -14,7 +14,7 @@ usage: ./chaos.sh SCENARIO|all [flags]
        ./chaos.sh --help
 
 Scenarios: slow-follower slow-network slow-network-egress crash-leader
-crash-follower partition pause rebalance move-killed random, or all of them in turn. A full disk (needs
+crash-follower partition pause rebalance replace-dead move-killed random, or all of them in turn. A full disk (needs
 root to mount a tmpfs; not part of all): disk-full. Power cuts (need
 root and /dev/fuse; not part of all): power-cut (mid-load), power-cut-snapshot,
 power-cut-move, power-cut-map, or power-cut-all for the four in turn. Results (summary.md, timeline.png,

@@ -12,7 +12,7 @@ import (
 )
 
 // scenarioOrder lists the scenarios as `chaos.sh all` runs them.
-var scenarioOrder = []string{"slow-follower", "slow-network", "slow-network-egress", "crash-leader", "crash-follower", "partition", "pause", "rebalance", "move-killed", "random"}
+var scenarioOrder = []string{"slow-follower", "slow-network", "slow-network-egress", "crash-leader", "crash-follower", "partition", "pause", "rebalance", "replace-dead", "move-killed", "random"}
 
 // scenarios holds every scenario by name: those of `all`, disk-full and
 // the power-cut ones.

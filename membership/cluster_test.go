@@ -191,7 +191,8 @@ func TestReplaceDeadServer(t *testing.T) {
 	// The control of TestReplaceServerMovesEachReplicaOnce's check: this
 	// way moves some replicas twice.
 	moves := append(added.Moves, removed.Moves...)
-	require.Error(t, movedOnce(before, c.Addrs()[1], c.Addrs()[3], moves), "add-server then remove-server moved each replica once")
+	_, err = membership.MovedOnce(before, c.Addrs()[1], c.Addrs()[3], moves)
+	require.Error(t, err, "add-server then remove-server moved each replica once")
 	t.Logf("add-server then remove-server: %d moves", len(moves))
 	requireReplaced(t, c, drv, stop)
 }
@@ -218,34 +219,11 @@ func TestReplaceServerMovesEachReplicaOnce(t *testing.T) {
 	c.Start(3)
 	sum, err := drv.ReplaceServer(c.Addrs()[1], c.Addrs()[3])
 	require.NoError(t, err)
-	require.NoError(t, movedOnce(before, c.Addrs()[1], c.Addrs()[3], sum.Moves))
+	got, err := membership.MovedOnce(before, c.Addrs()[1], c.Addrs()[3], sum.Moves)
+	require.NoError(t, err)
+	t.Log(got)
 	t.Logf("replace-server: %d moves in %v", len(sum.Moves), sum.Took)
 	requireReplaced(t, c, drv, stop)
-}
-
-// movedOnce says whether moves put each replica that m places on from,
-// its shards' and the meta group's, on to, one move each, and moved
-// nothing else.
-func movedOnce(m *shard.Map, from, to string, moves []membership.Moved) error {
-	want := map[int]bool{}
-	for sh, reps := range m.Placement {
-		if slices.Contains(reps, from) {
-			want[sh] = true
-		}
-	}
-	if slices.Contains(m.Meta, from) {
-		want[m.Shards] = true
-	}
-	if len(moves) != len(want) {
-		return fmt.Errorf("%d moves for the %d replicas on %s", len(moves), len(want), from)
-	}
-	for _, mv := range moves {
-		if !want[mv.Shard] || mv.From != from || mv.To != to {
-			return fmt.Errorf("%s moved %s -> %s, not one of the replicas on %s to %s", mv.Name, mv.From, mv.To, from, to)
-		}
-		delete(want, mv.Shard)
-	}
-	return nil
 }
 
 // requireReplaced stops the checked load and requires that server 1 was

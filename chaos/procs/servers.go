@@ -102,7 +102,7 @@ func (c *Servers) args(i int) []string {
 	_, port, _ := net.SplitHostPort(c.Addrs[i])
 	members := []string{"-peers", strings.Join(c.Members(), ",")}
 	if i >= c.cfg.Servers {
-		members = []string{"-join", c.Addrs[0]}
+		members = []string{"-join", c.joinVia()}
 	}
 	a := []string{"-host", "127.0.0.1", "-port", port, "-self", c.Addrs[i]}
 	a = append(a, members...)
@@ -110,6 +110,19 @@ func (c *Servers) args(i int) []string {
 		"-data-dir", c.DataDir(i), "-raft-via", c.Links.Via(i, c.Addrs))
 	a = append(a, c.tlsArgs...)
 	return append(a, c.cfg.Args...)
+}
+
+// joinVia is the member a spare joins through: the first that runs and
+// is not retired (replace-dead kills server 0 for good), else server 0.
+func (c *Servers) joinVia() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for j := range c.cfg.Servers {
+		if c.procs[j] != nil && !c.retired[j] {
+			return c.Addrs[j]
+		}
+	}
+	return c.Addrs[0]
 }
 
 // Start (re)starts server i with the same flags and data dir, and waits

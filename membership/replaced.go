@@ -1,0 +1,36 @@
+package membership
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/batchkv/batchkv/shard"
+)
+
+// MovedOnce checks moves against before, the map before a server was
+// replaced: they must move each replica that before places on from (its
+// shards' and the meta group's) onto to, once, and nothing else, as
+// ReplaceServer does. It returns what it found, and an error for a move
+// of another replica, a replica moved twice, or one not moved.
+func MovedOnce(before *shard.Map, from, to string, moves []Moved) (string, error) {
+	want := map[int]bool{}
+	for sh, reps := range before.Placement {
+		if slices.Contains(reps, from) {
+			want[sh] = true
+		}
+	}
+	if slices.Contains(before.Meta, from) {
+		want[before.Shards] = true
+	}
+	held := len(want)
+	for _, mv := range moves {
+		if !want[mv.Shard] || mv.From != from || mv.To != to {
+			return "", fmt.Errorf("membership: %s moved %s -> %s, not one of the %d replicas on %s to %s (once)", mv.Name, mv.From, mv.To, held, from, to)
+		}
+		delete(want, mv.Shard)
+	}
+	if len(want) > 0 {
+		return "", fmt.Errorf("membership: %d moves for the %d replicas on %s: %d not moved", len(moves), held, from, len(want))
+	}
+	return fmt.Sprintf("%d moves for the %d replicas on %s", len(moves), held, from), nil
+}
