@@ -82,7 +82,9 @@ func TestPowerCutCatchesUnsafeNoSync(t *testing.T) {
 	o.ServerArgs = append(o.ServerArgs, "-unsafe-nosync")
 	// Every file the cut discards was never synced, so the servers come
 	// back with no log and no leader: the final reads would wait out
-	// their minute.
+	// their minute. The checks fail here because no acknowledged write
+	// reads back at all; TestPowerCutCatchesAckBeforeSync is the control
+	// for writes lost by a cluster that serves again.
 	o.FinalReads = 10 * time.Second
 	res, err := Run(o)
 	require.NoError(t, err)

@@ -23,6 +23,7 @@ func TestDefaultOptionsPerScenario(t *testing.T) {
 		"slow-network-egress": {1, 0, 0, 20 * time.Second, 5 * time.Second},
 		"crash-leader":        {1, 0, 0, 10 * time.Second, 5 * time.Second},
 		"rebalance":           {12, 1, 3, 10 * time.Second, 5 * time.Second},
+		"replace-dead":        {12, 1, 3, 10 * time.Second, 5 * time.Second},
 		"move-killed":         {4, 1, 3, 10 * time.Second, 5 * time.Second},
 		"random":              {1, 1, 3, 60 * time.Second, 5 * time.Second},
 		"disk-full":           {1, 0, 0, 10 * time.Second, 5 * time.Second},

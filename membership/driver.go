@@ -1,7 +1,8 @@
 // Package membership changes where a running replicated cluster keeps its
 // shards: it adds and removes servers, moves one replica of a shard from
-// one server to another, and evens out replicas and leaders. kvsctl's
-// add-server, remove-server, move, rebalance and map commands call it.
+// one server to another, replaces one server with another, and evens out
+// replicas and leaders. kvsctl's add-server, remove-server,
+// replace-server, move, rebalance and map commands call it.
 //
 // A move of shard s from server A to server B, all while the shard
 // serves:

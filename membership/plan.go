@@ -100,7 +100,10 @@ func (c *Driver) RemoveServer(addr string) (Summary, error) {
 // the members. addr may be dead. Each replica moves once, where AddServer
 // then RemoveServer may move one off a live server that the removal then
 // moves back; a new server takes addr's share, so the replicas stay as
-// even as they were. Run again after a failure, it moves what is left.
+// even as they were (a member that holds replicas already takes addr's
+// on top of its own: Rebalance evens them out). Run again after a
+// failure, it moves what is left, or, once addr is out of the members,
+// evens out the leaders.
 func (c *Driver) ReplaceServer(addr, with string) (Summary, error) {
 	start := time.Now()
 	if err := c.Reconcile(); err != nil {
@@ -111,10 +114,20 @@ func (c *Driver) ReplaceServer(addr, with string) (Summary, error) {
 		return Summary{}, err
 	}
 	switch {
-	case !slices.Contains(m.Servers, addr):
-		return Summary{}, fmt.Errorf("membership: %s is not a member", addr)
 	case addr == with:
 		return Summary{}, fmt.Errorf("membership: %s cannot replace itself", addr)
+	case !slices.Contains(m.Servers, addr) && slices.Contains(m.Servers, with):
+		// A run that failed after its last move: what is left is the
+		// leaders.
+		c.say("%s is no longer a member and %s is: evening out leaders", addr, with)
+		sum, err := c.balanceLeaders(m)
+		sum.Took = time.Since(start)
+		return sum, err
+	case !slices.Contains(m.Servers, addr):
+		return Summary{}, fmt.Errorf("membership: %s is not a member", addr)
+	}
+	if n := replicaCounts(m)[with]; n > 0 {
+		c.say("%s holds %d replicas already: it takes %s's on top (kvsctl rebalance evens them out)", with, n, addr)
 	}
 	for sh, reps := range m.Placement {
 		if slices.Contains(reps, addr) && slices.Contains(reps, with) {

@@ -11,7 +11,8 @@ import (
 // replaced: they must move each replica that before places on from (its
 // shards' and the meta group's) onto to, once, and nothing else, as
 // ReplaceServer does. It returns what it found, and an error for a move
-// of another replica, a replica moved twice, or one not moved.
+// of another replica, a replica moved twice, one not moved, or a from
+// that held none.
 func MovedOnce(before *shard.Map, from, to string, moves []Moved) (string, error) {
 	want := map[int]bool{}
 	for sh, reps := range before.Placement {
@@ -23,6 +24,9 @@ func MovedOnce(before *shard.Map, from, to string, moves []Moved) (string, error
 		want[before.Shards] = true
 	}
 	held := len(want)
+	if held == 0 {
+		return "", fmt.Errorf("membership: the map before holds no replica on %s", from)
+	}
 	for _, mv := range moves {
 		if !want[mv.Shard] || mv.From != from || mv.To != to {
 			return "", fmt.Errorf("membership: %s moved %s -> %s, not one of the %d replicas on %s to %s (once)", mv.Name, mv.From, mv.To, held, from, to)

@@ -10,7 +10,8 @@ import (
 
 // TestMovedOnce: the moves of a replacement pass only when each replica
 // on the old server went to the new one once; a replica moved twice, one
-// moved elsewhere or from elsewhere, and one left behind each fail.
+// moved elsewhere or from elsewhere, one left behind, and a server that
+// held nothing each fail.
 func TestMovedOnce(t *testing.T) {
 	m := &shard.Map{Servers: []string{"a", "b", "c", "d"}, Shards: 3, RF: 3,
 		Placement: [][]string{{"a", "b", "c"}, {"b", "c", "d"}, {"c", "a", "d"}}, Meta: []string{"a", "b", "c"}}
@@ -22,6 +23,7 @@ func TestMovedOnce(t *testing.T) {
 	for name, moves := range map[string][]Moved{
 		"moved twice":        append(good, mv(0, "a", "n")),
 		"through a live one": {mv(0, "a", "d"), mv(1, "d", "n"), mv(2, "a", "n"), mv(3, "a", "n")},
+		"from a live one":    {mv(0, "b", "n"), mv(2, "a", "n"), mv(3, "a", "n")},
 		"to another":         {mv(0, "a", "n"), mv(2, "a", "b"), mv(3, "a", "n")},
 		"the meta left":      good[:2],
 		"none":               nil,
@@ -29,4 +31,6 @@ func TestMovedOnce(t *testing.T) {
 		_, err := MovedOnce(m, "a", "n", moves)
 		require.Error(t, err, name)
 	}
+	_, err = MovedOnce(m, "z", "n", nil)
+	require.Error(t, err, "a server that held nothing")
 }

@@ -13,9 +13,9 @@ import (
 
 // Targets of the rebalance scenario.
 const (
-	// addBound is how long adding a server (its replica moves and
-	// leadership hand-overs) may take before the run fails: twice the
-	// 30 s target, which is reported.
+	// addBound is how long adding a server, or replacing a dead one
+	// (replica moves and leadership hand-overs), may take before the run
+	// fails: twice the 30 s target, which is reported.
 	addBound = 60 * time.Second
 	// evenWithin is how far from its share of keys and of leaders a
 	// server may end.

@@ -178,7 +178,7 @@ func (c *Servers) Start(i int) error {
 func (c *Servers) Members() []string { return c.Addrs[:c.cfg.Servers] }
 
 // Retire stops server i for good, once it has been removed from the
-// cluster: healing does not restart it.
+// cluster or killed for good (replace-dead): healing does not restart it.
 func (c *Servers) Retire(i int) error {
 	c.mu.Lock()
 	c.retired[i] = true
