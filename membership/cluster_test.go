@@ -174,15 +174,9 @@ func TestReplaceDeadServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("moves shards under load")
 	}
-	c := membershipCluster(t)
-	clustertest.PutAll(t, c.Client(t), "bulk", 2000, clustertest.ValueOf("d"))
-	stop, _ := checkedLoad(t, c)
-	drv := c.Driver(t, nil)
-	c.Stop(1) // for good
+	c, drv, stop, before := deadMember(t)
 	_, err := drv.RemoveServer(c.Addrs()[1])
 	require.ErrorContains(t, err, "would leave 2 servers for 3 replicas", "with RF members, the new server comes first")
-	before, err := drv.Map()
-	require.NoError(t, err)
 	c.Start(3)
 	added, err := drv.AddServer(c.Addrs()[3])
 	require.NoError(t, err)
@@ -205,14 +199,8 @@ func TestReplaceServerMovesEachReplicaOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("moves shards under load")
 	}
-	c := membershipCluster(t)
-	clustertest.PutAll(t, c.Client(t), "bulk", 2000, clustertest.ValueOf("d"))
-	stop, _ := checkedLoad(t, c)
-	drv := c.Driver(t, nil)
-	before, err := drv.Map()
-	require.NoError(t, err)
-	c.Stop(1) // for good
-	_, err = drv.ReplaceServer(c.Addrs()[1], c.Addrs()[0])
+	c, drv, stop, before := deadMember(t)
+	_, err := drv.ReplaceServer(c.Addrs()[1], c.Addrs()[0])
 	require.ErrorContains(t, err, "holds a replica of shard", "a member that holds the same shards")
 	_, err = drv.ReplaceServer(c.Addrs()[1], c.Addrs()[1])
 	require.ErrorContains(t, err, "cannot replace itself")
@@ -227,6 +215,20 @@ func TestReplaceServerMovesEachReplicaOnce(t *testing.T) {
 	require.Empty(t, again.Moves)
 	t.Logf("replace-server: %d moves in %v", len(sum.Moves), sum.Took)
 	requireReplaced(t, c, drv, stop)
+}
+
+// deadMember is membershipCluster with 2,000 keys written, a checked
+// load running, and server 1 stopped for good; it returns a driver, the
+// load's stop, and the map before server 1 died.
+func deadMember(t *testing.T) (*clustertest.Cluster, *membership.Driver, func() []porcupine.Operation, *shard.Map) {
+	c := membershipCluster(t)
+	clustertest.PutAll(t, c.Client(t), "bulk", 2000, clustertest.ValueOf("d"))
+	stop, _ := checkedLoad(t, c)
+	drv := c.Driver(t, nil)
+	before, err := drv.Map()
+	require.NoError(t, err)
+	c.Stop(1) // for good
+	return c, drv, stop, before
 }
 
 // requireReplaced stops the checked load and requires that server 1 was

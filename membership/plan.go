@@ -66,10 +66,7 @@ func (c *Driver) AddMember(addr string) error {
 // shards still have a majority elsewhere.
 func (c *Driver) RemoveServer(addr string) (Summary, error) {
 	start := time.Now()
-	if err := c.Reconcile(); err != nil {
-		return Summary{}, err
-	}
-	m, err := c.Map()
+	m, err := c.reconciledMap()
 	if err != nil {
 		return Summary{}, err
 	}
@@ -106,10 +103,7 @@ func (c *Driver) RemoveServer(addr string) (Summary, error) {
 // evens out the leaders.
 func (c *Driver) ReplaceServer(addr, with string) (Summary, error) {
 	start := time.Now()
-	if err := c.Reconcile(); err != nil {
-		return Summary{}, err
-	}
-	m, err := c.Map()
+	m, err := c.reconciledMap()
 	if err != nil {
 		return Summary{}, err
 	}
@@ -190,6 +184,15 @@ func (c *Driver) moveOff(m *shard.Map, addr string, moves []planned) (Summary, e
 	lsum, err := c.balanceLeaders(next)
 	sum.Leaders, sum.Epoch = lsum.Leaders, lsum.Epoch
 	return sum, err
+}
+
+// reconciledMap finishes what a driver that stopped half way left
+// (Reconcile), then returns the map.
+func (c *Driver) reconciledMap() (*shard.Map, error) {
+	if err := c.Reconcile(); err != nil {
+		return nil, err
+	}
+	return c.Map()
 }
 
 // Rebalance moves replicas until every server holds its share of them
