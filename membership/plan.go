@@ -120,9 +120,6 @@ func (c *Driver) ReplaceServer(addr, with string) (Summary, error) {
 	case !slices.Contains(m.Servers, addr):
 		return Summary{}, fmt.Errorf("membership: %s is not a member", addr)
 	}
-	if n := replicaCounts(m)[with]; n > 0 {
-		c.say("%s holds %d replicas already: it takes %s's on top (kvsctl rebalance evens them out)", with, n, addr)
-	}
 	for sh, reps := range m.Placement {
 		if slices.Contains(reps, addr) && slices.Contains(reps, with) {
 			return Summary{}, fmt.Errorf("membership: %s holds a replica of shard %d, as %s does: replace a server with a new one (or use remove-server)", with, sh, addr)
@@ -130,6 +127,9 @@ func (c *Driver) ReplaceServer(addr, with string) (Summary, error) {
 	}
 	if slices.Contains(m.Meta, addr) && slices.Contains(m.Meta, with) {
 		return Summary{}, fmt.Errorf("membership: %s holds a replica of the meta group, as %s does: replace a server with a new one (or use remove-server)", with, addr)
+	}
+	if n := replicaCounts(m)[with]; n > 0 {
+		c.say("%s holds %d replicas already: it takes %s's on top (kvsctl rebalance evens them out)", with, n, addr)
 	}
 	if err := c.AddMember(with); err != nil {
 		return Summary{}, err
