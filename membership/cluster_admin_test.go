@@ -116,9 +116,25 @@ func TestLeaderAskedToLeaveHandsOver(t *testing.T) {
 	rep, err = admin.Membership(c.Addrs()[now], wire.MembershipRequest{Op: wire.Members, Shard: 0}, 5*time.Second)
 	require.NoError(t, err)
 	require.Len(t, rep.Members, 3, "the old leader left the group before the new leader removed it")
-	rep, err = admin.Membership(c.Addrs()[now], leave, 5*time.Second)
+	// Leadership may move again after the hand-over (an election, or,
+	// the old leader being the shard's preferred replica, a hand-back to
+	// it: failover.HandBack), so a replica seen leading may answer
+	// NotLeader (once in a fresh clone's go test ./..., 2026-11-29): the
+	// leader found then is asked, and the old one, asked to leave again,
+	// hands over again.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		rep, err = admin.Membership(c.Addrs()[now], leave, 5*time.Second)
+		if err != nil && !strings.Contains(err.Error(), "could not hand leadership over") {
+			require.NoError(t, err)
+		}
+		if err == nil && !rep.NotLeader || time.Now().After(deadline) {
+			break
+		}
+		t.Logf("%s no longer leads: asked again", c.Addrs()[now])
+		require.Eventually(t, func() bool { now = c.Leader(0); return now >= 0 }, 5*time.Second, 20*time.Millisecond)
+	}
 	require.NoError(t, err)
-	require.False(t, rep.NotLeader)
+	require.False(t, rep.NotLeader, "no leader removed the old one in 10 s")
 	require.Len(t, rep.Members, 2)
 }
 
