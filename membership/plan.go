@@ -120,13 +120,10 @@ func (c *Driver) ReplaceServer(addr, with string) (Summary, error) {
 	case !slices.Contains(m.Servers, addr):
 		return Summary{}, fmt.Errorf("membership: %s is not a member", addr)
 	}
-	for sh, reps := range m.Placement {
-		if slices.Contains(reps, addr) && slices.Contains(reps, with) {
-			return Summary{}, fmt.Errorf("membership: %s holds a replica of shard %d, as %s does: replace a server with a new one (or use remove-server)", with, sh, addr)
+	for _, sh := range groupsOn(m, addr) {
+		if slices.Contains(m.Replicas(sh), with) {
+			return Summary{}, fmt.Errorf("membership: %s holds a replica of %s, as %s does: replace a server with a new one (or use remove-server)", with, shardName(m, sh), addr)
 		}
-	}
-	if slices.Contains(m.Meta, addr) && slices.Contains(m.Meta, with) {
-		return Summary{}, fmt.Errorf("membership: %s holds a replica of the meta group, as %s does: replace a server with a new one (or use remove-server)", with, addr)
 	}
 	if n := replicaCounts(m)[with]; n > 0 {
 		c.say("%s holds %d replicas already: it takes %s's on top (kvsctl rebalance evens them out)", with, n, addr)
@@ -138,17 +135,24 @@ func (c *Driver) ReplaceServer(addr, with string) (Summary, error) {
 		return Summary{}, err
 	}
 	var moves []planned
-	for sh := range m.Shards {
-		if slices.Contains(m.Placement[sh], addr) {
-			moves = append(moves, planned{sh, addr, with})
-		}
-	}
-	if slices.Contains(m.Meta, addr) {
-		moves = append(moves, planned{m.Shards, addr, with})
+	for _, sh := range groupsOn(m, addr) {
+		moves = append(moves, planned{sh, addr, with})
 	}
 	sum, err := c.moveOff(m, addr, moves)
 	sum.Took = time.Since(start)
 	return sum, err
+}
+
+// groupsOn returns the groups of m with a replica on addr, in order: its
+// data shards, then the meta group (as m.Shards).
+func groupsOn(m *shard.Map, addr string) []int {
+	var out []int
+	for sh := range m.Shards + 1 {
+		if slices.Contains(m.Replicas(sh), addr) {
+			out = append(out, sh)
+		}
+	}
+	return out
 }
 
 // moveOff makes moves, every replica on addr to another member, then

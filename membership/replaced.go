@@ -2,7 +2,6 @@ package membership
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/batchkv/batchkv/shard"
 )
@@ -15,13 +14,8 @@ import (
 // that held none.
 func MovedOnce(before *shard.Map, from, to string, moves []Moved) (string, error) {
 	want := map[int]bool{}
-	for sh, reps := range before.Placement {
-		if slices.Contains(reps, from) {
-			want[sh] = true
-		}
-	}
-	if slices.Contains(before.Meta, from) {
-		want[before.Shards] = true
+	for _, sh := range groupsOn(before, from) {
+		want[sh] = true
 	}
 	held := len(want)
 	if held == 0 {
