@@ -19,6 +19,16 @@ type Summary struct {
 	Took    time.Duration // from the command's start to its end
 }
 
+// KeysCopied returns the keys that the moves' new replicas held once
+// caught up.
+func (s Summary) KeysCopied() int {
+	n := 0
+	for _, mv := range s.Moves {
+		n += mv.Keys
+	}
+	return n
+}
+
 // AddServer makes addr, a server started with -join, a member, then
 // rebalances replicas and leaders onto it.
 func (c *Driver) AddServer(addr string) (Summary, error) {

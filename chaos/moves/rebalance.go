@@ -83,10 +83,7 @@ func rebalance(r *experiment.Run) (func(), error) {
 			verdict.Pct(low/max(b, 1)), low, b, len(fs))
 		r.RatioCheck("throughput while adding a server", timeline.Window{From: addFrom, To: addTo}, movingFloor)
 		r.RatioCheck("throughput while removing a server", timeline.Window{From: rmFrom, To: rmTo}, movingFloor)
-		keys := 0
-		for _, mv := range append(added.Moves, removed.Moves...) {
-			keys += mv.Keys
-		}
+		keys := added.KeysCopied() + removed.KeysCopied()
 		r.Figure("replica moves (add / remove)", "%d in %v / %d in %v; %d keys copied", len(added.Moves),
 			added.Took.Round(time.Millisecond), len(removed.Moves), removed.Took.Round(time.Millisecond), keys)
 		r.Figure("ops redirected (add / remove)", "%d / %d", red1-red0, red2-red1)

@@ -47,11 +47,7 @@ func replaceDead(r *experiment.Run) (func(), error) {
 		}
 		r.Check("each of the dead server's replicas moved once, onto the new one", "one move each", got, err == nil)
 		r.RatioCheck("throughput while replacing a dead server", timeline.Window{From: from, To: to}, movingFloor)
-		keys := 0
-		for _, mv := range replaced.Moves {
-			keys += mv.Keys
-		}
-		r.Figure("replica moves", "%d in %v; %d keys copied", len(replaced.Moves), replaced.Took.Round(time.Millisecond), keys)
+		r.Figure("replica moves", "%d in %v; %d keys copied", len(replaced.Moves), replaced.Took.Round(time.Millisecond), replaced.KeysCopied())
 		evenness(r, "at the end")()
 	}, nil
 }

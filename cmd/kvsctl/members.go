@@ -97,16 +97,12 @@ func printSummary(sum membership.Summary, err error, stdout io.Writer) {
 	if err != nil && len(sum.Moves) == 0 && sum.Leaders == 0 {
 		return
 	}
-	keys := 0
-	for _, mv := range sum.Moves {
-		keys += mv.Keys
-	}
 	head := "done:"
 	if err != nil {
 		head = "failed after"
 	}
 	fmt.Fprintf(stdout, "%s %d replica moves (%d keys copied), %d leaderships handed over, in %v\n",
-		head, len(sum.Moves), keys, sum.Leaders, sum.Took.Round(time.Millisecond))
+		head, len(sum.Moves), sum.KeysCopied(), sum.Leaders, sum.Took.Round(time.Millisecond))
 	for _, mv := range sum.Moves {
 		fmt.Fprintf(stdout, "  %s: %s -> %s, %d keys, caught up in %v, move took %v\n",
 			mv.Name, mv.From, mv.To, mv.Keys, mv.CatchUp.Round(time.Millisecond), mv.Took.Round(time.Millisecond))
