@@ -267,31 +267,69 @@ func (c *Client) sendTo(ctx context.Context, target int, ops []wire.Op, results 
 // send sends ops, all owned by server s (or unrouted), and fills results.
 func (c *Client) send(ctx context.Context, s int, ops []wire.Op, results []wire.Result) error {
 	for attempt := 0; ; attempt++ {
-		args := wire.BatchArgs{Ops: ops}
+		bc := batchCalls.Get().(*batchCall)
+		bc.args = wire.BatchArgs{Ops: ops}
 		if !c.unrouted.Load() {
-			args.RingID = c.ring.ID()
+			bc.args.RingID = c.ring.ID()
 		}
-		var reply wire.BatchReply
-		if err := c.members.Load().conns[s].call(ctx, &args, &reply); err != nil {
+		bc.reply = wire.BatchReply{Results: bc.reply.Results[:0]}
+		args, reply := &bc.args, &bc.reply
+		if err := c.members.Load().conns[s].call(ctx, args, reply); err != nil {
+			// Not recycled: after a ctx error the reply may still be
+			// written into.
 			fill(results, wire.StatusUnavail)
 			return err
 		}
+		var err error
 		switch {
 		case reply.Status == wire.StatusWrongRing && args.RingID != 0 && attempt == 0:
 			// Nothing was applied: resend unrouted and let servers forward.
 			c.unrouted.Store(true)
+			bc.recycle()
 			continue
 		case reply.Status != wire.StatusOK:
 			fill(results, reply.Status)
-			return fmt.Errorf("client: server %s rejected the batch (%s): %s", c.cfg.Servers[s], reply.Status, reply.Err)
+			err = fmt.Errorf("client: server %s rejected the batch (%s): %s", c.cfg.Servers[s], reply.Status, reply.Err)
 		case len(reply.Results) != len(ops):
 			fill(results, wire.StatusUnavail)
-			return fmt.Errorf("client: server %s sent %d results for %d ops", c.cfg.Servers[s], len(reply.Results), len(ops))
+			err = fmt.Errorf("client: server %s sent %d results for %d ops", c.cfg.Servers[s], len(reply.Results), len(ops))
+		default:
+			copy(results, reply.Results)
 		}
-		copy(results, reply.Results)
-		return nil
+		bc.recycle()
+		return err
 	}
 }
+
+// batchCall is one call's arguments and reply, kept in batchCalls for the
+// calls to come once its reply has been read: through the connection's
+// interface both escaped, two of a lone op's allocations (see
+// muxconn.pendingCalls for why they count), and the reply's results
+// slice a third.
+type batchCall struct {
+	args  wire.BatchArgs
+	reply wire.BatchReply
+}
+
+var batchCalls = sync.Pool{New: func() any { return new(batchCall) }}
+
+// recycle returns bc to batchCalls, holding no ops and no values: a
+// reply's values alias the buffer its frame was read into, which the
+// caller now holds. A results slice longer than maxKeptResults is let go.
+func (bc *batchCall) recycle() {
+	bc.args = wire.BatchArgs{}
+	rs := bc.reply.Results
+	if cap(rs) > maxKeptResults {
+		rs = nil
+	}
+	clear(rs[:cap(rs)])
+	bc.reply = wire.BatchReply{Results: rs[:0]}
+	batchCalls.Put(bc)
+}
+
+// maxKeptResults is the largest results slice a batchCall keeps: that of
+// a batch of SmallBatchOps ops, about what lone callers send.
+const maxKeptResults = wire.SmallBatchOps
 
 func fill(results []wire.Result, st wire.Status) {
 	for i := range results {

@@ -242,7 +242,8 @@ type ClientCodec struct {
 	r       *bufio.Reader
 	w       *bufio.Writer
 	bodyLen int
-	out     []byte // write side only (net/rpc writes under its lock)
+	hdr     [4 + respHeaderBytes]byte // read side only: one reader at a time
+	out     []byte                    // write side only (net/rpc writes under its lock)
 }
 
 // NewClientCodec writes the preamble to conn and returns a codec over it.
@@ -286,7 +287,7 @@ func (c *ClientCodec) Await() error {
 
 // ReadResponseHeader implements rpc.ClientCodec.
 func (c *ClientCodec) ReadResponseHeader(resp *rpc.Response) error {
-	var hdr [4 + respHeaderBytes]byte
+	hdr := &c.hdr // a local array escapes through io.ReadFull: one allocation a reply
 	if _, err := io.ReadFull(c.r, hdr[:]); err != nil {
 		return err
 	}

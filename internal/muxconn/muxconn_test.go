@@ -2,6 +2,7 @@ package muxconn
 
 import (
 	"context"
+	"errors"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -118,6 +120,111 @@ func TestMuxConnCallersGetTheirOwnReplies(t *testing.T) {
 	for err := range errs {
 		require.NoError(t, err)
 	}
+}
+
+// TestMuxConnGivenUpCallsAreNotReused: calls given up at random moments
+// (their context ends while the reply may be on its way, or being read)
+// mixed with calls that wait: every call that returns a reply has its
+// own. A call is kept for reuse only once answered; one kept when given
+// up could be answered into the reply of the call that reused it.
+func TestMuxConnGivenUpCallsAreNotReused(t *testing.T) {
+	addr := echoServer(t, func(string) { time.Sleep(time.Duration(rand.IntN(200)) * time.Microsecond) })
+	mc := dialMux(t, addr)
+	var wg sync.WaitGroup
+	var answered, givenUp atomic.Int64
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 300 {
+				key := strconv.Itoa(g) + "/" + strconv.Itoa(i)
+				ctx, cancel := context.WithTimeout(t.Context(), time.Duration(rand.IntN(400))*time.Microsecond)
+				if g%2 == 0 {
+					ctx, cancel = context.WithCancel(t.Context())
+				}
+				v, err := getOne(ctx, mc, key)
+				cancel()
+				switch {
+				case err == nil && v != key:
+					errs <- &mismatch{key, v}
+					return
+				case err == nil:
+					answered.Add(1)
+				case errors.Is(err, context.DeadlineExceeded):
+					givenUp.Add(1)
+				default:
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	t.Logf("%d calls answered, %d given up", answered.Load(), givenUp.Load())
+	require.Positive(t, givenUp.Load(), "no call was given up: the test tried nothing")
+}
+
+// TestMuxConnKeepsOnlyAnsweredCalls: a call given up (its context ended
+// before its reply came) is never handed to a later call, which its late
+// reply could be written into; an answered one is kept for reuse.
+func TestMuxConnKeepsOnlyAnsweredCalls(t *testing.T) {
+	release := make(chan struct{})
+	addr := echoServer(t, func(key string) {
+		switch key {
+		case "held":
+			<-release
+		case "slow":
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+	defer close(release)
+	mc := dialMux(t, addr)
+	pendingOf := func() *pendingCall {
+		mc.mu.Lock()
+		defer mc.mu.Unlock()
+		for _, pc := range mc.pending {
+			return pc
+		}
+		return nil
+	}
+	for range 5 {
+		ctx, cancel := context.WithCancel(t.Context())
+		var givenUp *pendingCall
+		time.AfterFunc(20*time.Millisecond, func() { givenUp = pendingOf(); cancel() })
+		_, err := getOne(ctx, mc, "held")
+		require.ErrorIs(t, err, context.Canceled)
+		require.NotNil(t, givenUp)
+		var got []*pendingCall
+		for range 8 {
+			pc := newPendingCall(nil)
+			require.NotSame(t, givenUp, pc, "a given-up call was kept for reuse")
+			got = append(got, pc)
+		}
+		for _, pc := range got {
+			pc.recycle()
+		}
+	}
+
+	// An answered call goes back to the pool (which, under the race
+	// detector, drops some of what it is given: a few tries).
+	kept := false
+	for range 20 {
+		seen := make(chan *pendingCall, 1)
+		time.AfterFunc(2*time.Millisecond, func() { seen <- pendingOf() })
+		_, err := getOne(t.Context(), mc, "slow")
+		require.NoError(t, err)
+		answered := <-seen
+		if pc := newPendingCall(nil); pc == answered {
+			kept = true
+			break
+		} else {
+			pc.recycle()
+		}
+	}
+	require.True(t, kept, "no answered call was kept for reuse")
 }
 
 type mismatch struct{ want, got string }
