@@ -132,7 +132,7 @@ type Config struct {
 	// not counted, nor is a store given in Store). Zero means no bound.
 	MaxMemory int64
 	// GoMemoryLimit, with MaxMemory, has the server keep the Go runtime's
-	// memory limit (GOMEMLIMIT) as memlimit.FollowStores does. The limit is
+	// memory limit (GOMEMLIMIT) and GOGC as memlimit.Keep does. Both are
 	// the process's: set it for one server per process (kvsserver does,
 	// unless GOMEMLIMIT is set in its environment).
 	GoMemoryLimit bool

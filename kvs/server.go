@@ -175,7 +175,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			memlimit.FollowStores(s.stop, s.cfg.MaxMemory, s.cfg.account.Bytes)
+			memlimit.Keep(s.stop, s.cfg.MaxMemory, s.cfg.account.Bytes)
 		}()
 	}
 	s.mu.Unlock()

@@ -1,6 +1,7 @@
 package memlimit
 
 import (
+	"runtime"
 	"runtime/debug"
 	"sync/atomic"
 	"testing"
@@ -56,4 +57,53 @@ func TestNextEvery(t *testing.T) {
 		every = nextEvery(every, 0, m)
 	}
 	require.Equal(t, EveryQuiet, every)
+}
+
+// TestGCPercent: the collector's goal, live bytes and GOGC percent of
+// them again, is at least the floor, never at a GOGC under 100 or over
+// maxGCPercent.
+func TestGCPercent(t *testing.T) {
+	const floor = 64 << 20
+	for _, live := range []int64{1 << 20, 4 << 20, 20 << 20, 31 << 20} {
+		p := gcPercent(live, floor)
+		require.GreaterOrEqual(t, live+live*int64(p)/100, int64(floor), "live %d: GOGC %d", live, p)
+		require.Less(t, live+live*int64(p-1)/100, int64(floor), "live %d: GOGC %d is more than needed", live, p)
+	}
+	require.Equal(t, 100, gcPercent(32<<20, floor), "at half the floor, the default reaches it")
+	require.Equal(t, 100, gcPercent(1<<30, floor), "over the floor: the default")
+	require.Equal(t, maxGCPercent, gcPercent(0, floor))
+	require.Equal(t, maxGCPercent, gcPercent(1<<10, floor))
+}
+
+// TestGCFloor: a quarter of the heap's share, at most MaxGCFloor.
+func TestGCFloor(t *testing.T) {
+	require.Equal(t, int64(32<<20), GCFloor(Min), "128 MiB of heap")
+	require.Equal(t, int64(MaxGCFloor), GCFloor(1<<30))
+	require.Equal(t, int64(MaxGCFloor), GCFloor(24<<30))
+}
+
+// TestKeepGCFloor: with a small live heap, GOGC is raised so that the
+// goal is the floor, kept so across collections, and set back to 100
+// when stopped.
+func TestKeepGCFloor(t *testing.T) {
+	old := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(old)
+	const floor = 1 << 30 // far over this test's live heap
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { KeepGCFloor(stop, floor); close(done) }()
+	gogc := func() int { p := debug.SetGCPercent(-1); debug.SetGCPercent(p); return p }
+	require.Eventually(t, func() bool { return gogc() > 100 }, 5*time.Second, time.Millisecond)
+	for range 3 {
+		runtime.GC()
+		require.Eventually(t, func() bool { return gogc() == gcPercent(liveHeap(), floor) }, 5*time.Second, time.Millisecond,
+			"after a collection: GOGC %d for live %d", gogc(), liveHeap())
+	}
+	close(stop)
+	<-done
+	require.Equal(t, 100, gogc())
+	runtime.GC()
+	runtime.GC() // the finalizer, had it been left armed, would run now
+	time.Sleep(50 * time.Millisecond)
+	require.Equal(t, 100, gogc(), "stopped: GOGC is left at 100")
 }
