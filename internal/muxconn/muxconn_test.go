@@ -115,11 +115,7 @@ func TestMuxConnCallersGetTheirOwnReplies(t *testing.T) {
 			}
 		})
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
+	waitNoErrors(t, &wg, errs)
 }
 
 // TestMuxConnGivenUpCallsAreNotReused: calls given up at random moments
@@ -158,11 +154,7 @@ func TestMuxConnGivenUpCallsAreNotReused(t *testing.T) {
 			}
 		})
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
+	waitNoErrors(t, &wg, errs)
 	t.Logf("%d calls answered, %d given up", answered.Load(), givenUp.Load())
 	require.Positive(t, givenUp.Load(), "no call was given up: the test tried nothing")
 }
@@ -225,6 +217,17 @@ func TestMuxConnKeepsOnlyAnsweredCalls(t *testing.T) {
 		}
 	}
 	require.True(t, kept, "no answered call was kept for reuse")
+}
+
+// waitNoErrors waits for wg's goroutines, then fails on any error they
+// sent to errs.
+func waitNoErrors(t *testing.T, wg *sync.WaitGroup, errs chan error) {
+	t.Helper()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
 }
 
 type mismatch struct{ want, got string }
