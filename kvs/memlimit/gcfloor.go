@@ -47,12 +47,15 @@ func gcPercent(live, floor int64) int {
 }
 
 // Keep runs FollowStores and, unless GOGC is set in the environment,
-// KeepGCFloor at GCFloor(maxMemory), until stop is closed.
+// KeepGCFloor at GCFloor(maxMemory), until stop is closed and both have
+// returned.
 func Keep(stop <-chan struct{}, maxMemory int64, stores func() int64) {
+	var wg sync.WaitGroup
 	if os.Getenv("GOGC") == "" {
-		go KeepGCFloor(stop, GCFloor(maxMemory))
+		wg.Go(func() { KeepGCFloor(stop, GCFloor(maxMemory)) })
 	}
 	FollowStores(stop, maxMemory, stores)
+	wg.Wait()
 }
 
 // KeepGCFloor sets GOGC after each garbage collection, until stop is

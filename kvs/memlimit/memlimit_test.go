@@ -107,3 +107,27 @@ func TestKeepGCFloor(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	require.Equal(t, 100, gogc(), "stopped: GOGC is left at 100")
 }
+
+// TestKeep: Keep follows the stores and keeps the floor, unless GOGC is
+// set in the environment, and returns once stopped with GOGC back at 100.
+func TestKeep(t *testing.T) {
+	oldLimit, oldGC := debug.SetMemoryLimit(-1), debug.SetGCPercent(100)
+	defer func() { debug.SetMemoryLimit(oldLimit); debug.SetGCPercent(oldGC) }()
+	gogc := func() int { p := debug.SetGCPercent(-1); debug.SetGCPercent(p); return p }
+	for _, env := range []string{"", "100"} {
+		t.Setenv("GOGC", env)
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() { Keep(stop, 1<<30, func() int64 { return 0 }); close(done) }()
+		require.Eventually(t, func() bool { return debug.SetMemoryLimit(-1) == 1<<30-Reserve }, 5*time.Second, time.Millisecond)
+		if env == "" {
+			require.Eventually(t, func() bool { return gogc() > 100 }, 5*time.Second, time.Millisecond, "no floor kept")
+		} else {
+			time.Sleep(20 * time.Millisecond)
+			require.Equal(t, 100, gogc(), "GOGC=%s in the environment, and the floor was kept", env)
+		}
+		close(stop)
+		<-done
+		require.Equal(t, 100, gogc())
+	}
+}
