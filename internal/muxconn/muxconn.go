@@ -77,10 +77,9 @@ func newPendingCall(reply *wire.BatchReply) *pendingCall {
 	return pc
 }
 
-// recycle returns pc, answered, to pendingCalls. Once done, pc is in no
-// Conn's pending map; a wake sent to it late, by the reader that
-// answered it, reaches its next call as a spurious one, which makes that
-// call look again.
+// recycle returns pc, answered, to pendingCalls, its wake channel
+// drained. Once done, pc is in no Conn's pending map, and every wake is
+// sent under Conn.mu, so none for it comes later.
 func (pc *pendingCall) recycle() {
 	select {
 	case <-pc.wake:
@@ -343,6 +342,8 @@ func (c *Conn) readOne(pc *pendingCall) (mine bool, err error) {
 	default:
 		if err := c.codec.ReadResponseBody(p.reply); err != nil {
 			if !errors.Is(err, wire.ErrMalformed) {
+				// The stream is broken; p, out of pending, ends with it.
+				c.answer(p, pc, err)
 				return false, err
 			}
 			callErr = err // the frame was read whole; the stream is in step
@@ -351,16 +352,24 @@ func (c *Conn) readOne(pc *pendingCall) (mine bool, err error) {
 	if p == nil {
 		return false, nil
 	}
+	c.answer(p, pc, callErr)
+	return p == pc, nil
+}
+
+// answer marks p, taken out of pending, done with err, and wakes it if it
+// is not pc, the reader's own call. The wake is sent under mu, as every
+// wake is: once p's caller sees it done, no wake for it is still to come,
+// so the call may be recycled with its wake channel drained.
+func (c *Conn) answer(p, pc *pendingCall, err error) {
 	c.mu.Lock()
-	p.done, p.err = true, callErr
-	c.mu.Unlock()
+	defer c.mu.Unlock()
+	p.done, p.err = true, err
 	if p != pc {
 		select {
 		case p.wake <- struct{}{}:
 		default:
 		}
 	}
-	return p == pc, nil
 }
 
 // leaveReading gives up the reading, and wakes a waiting call to take it.

@@ -2,6 +2,7 @@ package muxconn
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
 	"math/rand/v2"
@@ -9,6 +10,7 @@ import (
 	"net/rpc"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -217,6 +219,47 @@ func TestMuxConnKeepsOnlyAnsweredCalls(t *testing.T) {
 		}
 	}
 	require.True(t, kept, "no answered call was kept for reuse")
+}
+
+// TestMuxConnCutReplyEndsItsCall: a server that sends the start of a
+// reply and then closes ends the call with an error at once, even under
+// a context that cannot end: the call whose body broke off is answered
+// with the failure, not left waiting for a reply that will not come.
+func TestMuxConnCutReplyEndsItsCall(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		if _, err := io.ReadFull(conn, make([]byte, len(wire.Preamble))); err != nil {
+			return
+		}
+		codec := wire.NewServerCodec(conn, nil, 0)
+		var req rpc.Request
+		var args wire.BatchArgs
+		if codec.ReadRequestHeader(&req) != nil || codec.ReadRequestBody(&args) != nil {
+			return
+		}
+		body := wire.AppendBatchReply(nil, &wire.BatchReply{Results: []wire.Result{{Status: wire.StatusOK, Value: strings.Repeat("v", 100)}}})
+		frame := binary.LittleEndian.AppendUint32(nil, uint32(12+len(body)))
+		frame = binary.LittleEndian.AppendUint64(frame, req.Seq)
+		frame = binary.LittleEndian.AppendUint32(frame, 0) // no error
+		frame = append(frame, body[:len(body)/2]...)
+		_, _ = conn.Write(frame) // half the body, then the close
+	}()
+	mc := dialMux(t, ln.Addr().String())
+	ended := make(chan error, 1)
+	go func() { _, err := getOne(context.Background(), mc, "k"); ended <- err }()
+	select {
+	case err := <-ended:
+		require.Error(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the call whose reply broke off did not end")
+	}
 }
 
 // waitNoErrors waits for wg's goroutines, then fails on any error they
