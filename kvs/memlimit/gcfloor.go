@@ -26,8 +26,10 @@ import (
 // MaxGCFloor is the most that GCFloor keeps the collector's goal at.
 const MaxGCFloor = 64 << 20
 
-// maxGCPercent bounds the GOGC that GCFloor sets, whatever the live heap.
-const maxGCPercent = 10_000
+// heapMinimum is the Go runtime's least goal at GOGC=100 (4 MiB; its
+// defaultHeapMinimum), which it scales with GOGC: at GOGC=1600 the goal
+// is 64 MiB at least, whatever the heap holds.
+const heapMinimum = 4 << 20
 
 // GCFloor returns the heap that a server with maxMemory bytes lets grow
 // to before the collector runs: a quarter of the heap's share (Shares),
@@ -37,13 +39,20 @@ func GCFloor(maxMemory int64) int64 {
 	return min(heap/4, MaxGCFloor)
 }
 
-// gcPercent is the GOGC that makes the collector's goal, live bytes and
-// GOGC percent of that again, at least floor: never under 100 (Go's
-// default) nor over maxGCPercent.
-func gcPercent(live, floor int64) int {
-	live = max(live, 1)
-	p := ((floor-live)*100 + live - 1) / live // rounded up
-	return int(min(max(p, 100), maxGCPercent))
+// gcPercent is the GOGC at which the collector's goal is floor, or a
+// hundredth over it, after a collection that left live bytes on the heap
+// and scanned scan bytes of stacks and globals; never under 100 (Go's
+// default). The runtime's goal is the larger of heapMinimum times
+// GOGC/100 and live plus (live + scan) times GOGC/100, so GOGC is at
+// most what takes the first to floor, and is what takes the second to
+// floor when that is less.
+func gcPercent(live, scan, floor int64) int {
+	most := floor * 100 / heapMinimum
+	p := most
+	if work := live + scan; work > 0 {
+		p = min(((floor-live)*100+work-1)/work, most) // rounded up
+	}
+	return int(max(p, 100))
 }
 
 // Keep runs FollowStores and, unless GOGC is set in the environment,
@@ -59,19 +68,22 @@ func Keep(stop <-chan struct{}, maxMemory int64, stores func() int64) {
 }
 
 // KeepGCFloor sets GOGC after each garbage collection, until stop is
-// closed, so that the collector's next goal is at least floor bytes of
-// heap (gcPercent of what the collection left live), and sets it back to
-// 100 when stop is closed. The runtime's memory limit (FollowStores)
+// closed, so that the collector's next goal is floor bytes of heap (or a
+// hundredth more) while what it holds live is under about half of that,
+// and sets it back to what it was when stop is closed. The runtime's memory limit (FollowStores)
 // still has the collector run sooner when the process nears it. Like
 // FollowStores, it is the process's: one server a process may keep it.
 func KeepGCFloor(stop <-chan struct{}, floor int64) {
 	var mu sync.Mutex
 	stopped := false
+	before := debug.SetGCPercent(-1)
+	debug.SetGCPercent(before)
 	set := func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		if !stopped {
-			debug.SetGCPercent(gcPercent(liveHeap(), floor))
+			live, scan := lastCollection()
+			debug.SetGCPercent(gcPercent(live, scan, floor))
 		}
 		return !stopped
 	}
@@ -80,18 +92,22 @@ func KeepGCFloor(stop <-chan struct{}, floor int64) {
 	<-stop
 	mu.Lock()
 	stopped = true
-	debug.SetGCPercent(100)
+	debug.SetGCPercent(before)
 	mu.Unlock()
 }
 
-// liveHeap is what the last collection found live on the heap, in bytes.
-func liveHeap() int64 {
-	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+// lastCollection is what the last collection found live on the heap, and
+// the bytes of stacks and globals it scanned.
+func lastCollection() (live, scan int64) {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"}}
 	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return 0
+	var v [3]int64
+	for i := range s {
+		if s[i].Value.Kind() == metrics.KindUint64 {
+			v[i] = int64(s[i].Value.Uint64())
+		}
 	}
-	return int64(s[0].Value.Uint64())
+	return v[0], v[1] + v[2]
 }
 
 // gcSentinel is an object made unreachable so that its finalizer runs

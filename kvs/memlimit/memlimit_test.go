@@ -3,6 +3,7 @@ package memlimit
 import (
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -59,20 +60,32 @@ func TestNextEvery(t *testing.T) {
 	require.Equal(t, EveryQuiet, every)
 }
 
-// TestGCPercent: the collector's goal, live bytes and GOGC percent of
-// them again, is at least the floor, never at a GOGC under 100 or over
-// maxGCPercent.
+// goalOf is the Go runtime's heap goal at GOGC p after a collection
+// that left live bytes and scanned scan bytes of stacks and globals
+// (runtime/mgcpacer.go: the larger of its minimum, scaled by GOGC, and
+// the live heap grown by GOGC percent of the work).
+func goalOf(live, scan int64, p int) int64 {
+	return max(heapMinimum*int64(p)/100, live+(live+scan)*int64(p)/100)
+}
+
+// TestGCPercent: while the live heap is under about half the floor, the
+// goal the runtime makes of the GOGC set is the floor, or at most a
+// hundredth over it (its minimum, which GOGC scales, included); past
+// that, Go's default.
 func TestGCPercent(t *testing.T) {
-	const floor = 64 << 20
-	for _, live := range []int64{1 << 20, 4 << 20, 20 << 20, 31 << 20} {
-		p := gcPercent(live, floor)
-		require.GreaterOrEqual(t, live+live*int64(p)/100, int64(floor), "live %d: GOGC %d", live, p)
-		require.Less(t, live+live*int64(p-1)/100, int64(floor), "live %d: GOGC %d is more than needed", live, p)
+	for _, floor := range []int64{32 << 20, 64 << 20} {
+		for _, live := range []int64{0, 1 << 10, 1 << 20, 4 << 20, 10 << 20, floor/2 - 1<<20} {
+			for _, scan := range []int64{0, 200 << 10, 2 << 20} {
+				p := gcPercent(live, scan, floor)
+				goal := goalOf(live, scan, p)
+				require.GreaterOrEqual(t, goal, floor, "live %d scan %d: GOGC %d", live, scan, p)
+				require.LessOrEqual(t, goal, floor+floor/100, "live %d scan %d: GOGC %d", live, scan, p)
+			}
+		}
+		require.Equal(t, 100, gcPercent(floor/2, 0, floor), "at half the floor, the default reaches it")
+		require.Equal(t, 100, gcPercent(1<<30, 1<<20, floor), "over the floor: the default")
 	}
-	require.Equal(t, 100, gcPercent(32<<20, floor), "at half the floor, the default reaches it")
-	require.Equal(t, 100, gcPercent(1<<30, floor), "over the floor: the default")
-	require.Equal(t, maxGCPercent, gcPercent(0, floor))
-	require.Equal(t, maxGCPercent, gcPercent(1<<10, floor))
+	require.Equal(t, 100, gcPercent(0, 0, 2<<20), "a floor under the runtime's minimum: the default")
 }
 
 // TestGCFloor: a quarter of the heap's share, at most MaxGCFloor.
@@ -82,30 +95,45 @@ func TestGCFloor(t *testing.T) {
 	require.Equal(t, int64(MaxGCFloor), GCFloor(24<<30))
 }
 
-// TestKeepGCFloor: with a small live heap, GOGC is raised so that the
-// goal is the floor, kept so across collections, and set back to 100
-// when stopped.
+// gcMetric reads one of the runtime's figures.
+func gcMetric(name string) int64 {
+	s := []metrics.Sample{{Name: name}}
+	metrics.Read(s)
+	return int64(s[0].Value.Uint64())
+}
+
+// TestKeepGCFloor: with this test's small live heap, the runtime's goal
+// is the floor, kept so across collections, and GOGC goes back to what
+// it was when stopped.
 func TestKeepGCFloor(t *testing.T) {
-	old := debug.SetGCPercent(100)
+	old := debug.SetGCPercent(150)
 	defer debug.SetGCPercent(old)
-	const floor = 1 << 30 // far over this test's live heap
+	const floor = 48 << 20 // far over this test's live heap
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() { KeepGCFloor(stop, floor); close(done) }()
-	gogc := func() int { p := debug.SetGCPercent(-1); debug.SetGCPercent(p); return p }
-	require.Eventually(t, func() bool { return gogc() > 100 }, 5*time.Second, time.Millisecond)
+	waitGoal := func(when string) {
+		t.Helper()
+		var g int64
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if g = gcMetric("/gc/heap/goal:bytes"); g >= floor && g <= floor+floor/100 {
+				return
+			}
+		}
+		t.Fatalf("%s: the runtime's goal %d for a floor of %d", when, g, floor)
+	}
+	waitGoal("started")
 	for range 3 {
 		runtime.GC()
-		require.Eventually(t, func() bool { return gogc() == gcPercent(liveHeap(), floor) }, 5*time.Second, time.Millisecond,
-			"after a collection: GOGC %d for live %d", gogc(), liveHeap())
+		waitGoal("after a collection")
 	}
 	close(stop)
 	<-done
-	require.Equal(t, 100, gogc())
+	require.Equal(t, int64(150), gcMetric("/gc/gogc:percent"))
 	runtime.GC()
 	runtime.GC() // the finalizer, had it been left armed, would run now
 	time.Sleep(50 * time.Millisecond)
-	require.Equal(t, 100, gogc(), "stopped: GOGC is left at 100")
+	require.Equal(t, int64(150), gcMetric("/gc/gogc:percent"), "stopped: GOGC is left as it was")
 }
 
 // TestKeep: Keep follows the stores and keeps the floor, unless GOGC is
@@ -113,7 +141,7 @@ func TestKeepGCFloor(t *testing.T) {
 func TestKeep(t *testing.T) {
 	oldLimit, oldGC := debug.SetMemoryLimit(-1), debug.SetGCPercent(100)
 	defer func() { debug.SetMemoryLimit(oldLimit); debug.SetGCPercent(oldGC) }()
-	gogc := func() int { p := debug.SetGCPercent(-1); debug.SetGCPercent(p); return p }
+	gogc := func() int { return int(gcMetric("/gc/gogc:percent")) }
 	for _, env := range []string{"", "100"} {
 		t.Setenv("GOGC", env)
 		stop := make(chan struct{})
