@@ -17,10 +17,11 @@ import (
 // the same core as a client that shares it (docs/results.md, "Lone
 // ops"). So the collector's goal is kept at GCFloor at least.
 //
-// A larger floor buys throughput with memory: a quarter of the heap's
-// share of -max-memory (1.1 GiB for auto on a machine of 24 GiB) took
-// the standard run to 1.27 of its throughput, with the server's RSS at
-// 1,329 MiB for 238 (3 rounds A B, 2026-11-30). GOGC set in the
+// A larger goal buys throughput with memory: one of about 1.1 GiB (a
+// quarter of the heap's share under -max-memory auto on a machine of 24
+// GiB) took the standard run to 1.27 of its throughput, with the
+// server's RSS at 1,329 MiB for 238 (3 rounds A B, 2026-11-30; 64 MiB
+// gave 1.07-1.12 and 248 MiB, docs/memory.md). GOGC set in the
 // environment makes that trade as its user chooses.
 
 // MaxGCFloor is the most that GCFloor keeps the collector's goal at.
