@@ -15,7 +15,8 @@ import (
 // collection stops the requests under way for its work, and wakes the
 // runtime's monitor thread, which then runs every 20 µs for a while, on
 // the same core as a client that shares it (docs/results.md, "Lone
-// ops"). So the collector's goal is kept at GCFloor at least.
+// ops"). So while the live heap is small the collector's goal is kept at
+// GCFloor.
 //
 // A larger goal buys throughput with memory: one of about 1.1 GiB (a
 // quarter of the heap's share under -max-memory auto on a machine of 24
@@ -71,9 +72,10 @@ func Keep(stop <-chan struct{}, maxMemory int64, stores func() int64) {
 // KeepGCFloor sets GOGC after each garbage collection, until stop is
 // closed, so that the collector's next goal is floor bytes of heap (or a
 // hundredth more) while what it holds live is under about half of that,
-// and sets it back to what it was when stop is closed. The runtime's memory limit (FollowStores)
-// still has the collector run sooner when the process nears it. Like
-// FollowStores, it is the process's: one server a process may keep it.
+// and sets it back to what it was when stop is closed. The runtime's
+// memory limit (FollowStores) still has the collector run sooner when
+// the process nears it. Like FollowStores, it is the process's: one
+// server a process may keep it.
 func KeepGCFloor(stop <-chan struct{}, floor int64) {
 	var mu sync.Mutex
 	stopped := false
