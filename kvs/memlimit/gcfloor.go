@@ -79,19 +79,19 @@ func Keep(stop <-chan struct{}, maxMemory int64, stores func() int64) {
 func KeepGCFloor(stop <-chan struct{}, floor int64) {
 	var mu sync.Mutex
 	stopped := false
-	before := debug.SetGCPercent(-1)
-	debug.SetGCPercent(before)
-	set := func() bool {
+	percent := func() int {
+		live, scan := lastCollection()
+		return gcPercent(live, scan, floor)
+	}
+	before := debug.SetGCPercent(percent())
+	afterEachGC(func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		if !stopped {
-			live, scan := lastCollection()
-			debug.SetGCPercent(gcPercent(live, scan, floor))
+			debug.SetGCPercent(percent())
 		}
 		return !stopped
-	}
-	set()
-	afterEachGC(set)
+	})
 	<-stop
 	mu.Lock()
 	stopped = true
