@@ -36,6 +36,9 @@ only) beside it, of:
       some hundreds each server runs hot through its turn, as it does
       alone with its client, where op by op (--block 1) each sleeps while
       the others answer and wakes cold.
+  (d) redis-benchmark as in (a), against the batchkv server's own port,
+      which speaks RESP too, over the same keys loaded the same way: one
+      client for both servers, whose p50 and p99 have the same buckets.
 (a) comes first in odd rounds and (b) in even ones, so that a machine
 that grows slower or quicker through a round favours neither. A small VM
 has quick and slow spells of seconds; so besides the ratio of the
@@ -53,7 +56,7 @@ two within a run, so pinning both systems the same way compares them at
 one placement.
 Prints each round's p50 and p99 and then the medians over the rounds with
 the ratios batchkv / Redis (below 1 is faster than Redis) and Get / Do,
-and the CPU time each client and server spent per op in (a) and (b)
+the ratios of (d) to (a), and the CPU time each client and server spent per op in (a) and (b)
 (from /proc, counted in clock ticks, 10 ms where CLK_TCK is 100; a
 client's includes its start; kvsclient loads its keys with lone puts,
 which count as ops), and draws each round's p50 and p99 of
@@ -179,13 +182,18 @@ cpu_record() {
 redis_round() {
     local round=$1
     cpu_start "$REDIS_PID"
-    "${ON_CLIENT_CPU[@]}" redis-benchmark -p "$REDIS_PORT" -c 1 -P 1 -t set,get -n "$OPS" -r "$OPS" -d 128 --csv \
-        > "$OUT/redis-benchmark-$round.csv"
+    bench_run "$REDIS_PORT" "$OUT/redis-benchmark-$round.csv" "$round" redis
     cpu_record "$REDIS_PID" "$round" redis $(( 2 * OPS ))
+}
+
+# bench_run PORT FILE ROUND SYSTEM: redis-benchmark's lone SETs and GETs
+# against PORT, its CSV kept in FILE and its p50 and p99 added to the CSV
+# as SYSTEM's.
+bench_run() {
+    "${ON_CLIENT_CPU[@]}" redis-benchmark -p "$1" -c 1 -P 1 -t set,get -n "$OPS" -r "$OPS" -d 128 --csv > "$2"
     # "SET","rps","avg","min","p50","p95","p99","max" in milliseconds.
-    awk -F, -v r="$round" 'NR > 1 { gsub(/"/, ""); t = tolower($1);
-        printf "%s,redis,%s,%.1f,%.1f\n", r, t, $5 * 1000, $7 * 1000 }' \
-        "$OUT/redis-benchmark-$round.csv" | sed 's/,redis,set,/,redis,put,/' >> "$CSV"
+    awk -F, -v r="$3" -v sys="$4" 'NR > 1 { gsub(/"/, ""); t = tolower($1); if (t == "set") t = "put";
+        printf "%s,%s,%s,%.1f,%.1f\n", r, sys, t, $5 * 1000, $7 * 1000 }' "$2" >> "$CSV"
 }
 
 # sync_run ROUND SUFFIX ARGS...: kvsclient -sync-ops ARGS against the
@@ -237,6 +245,8 @@ for round in $(seq "$ROUNDS"); do
         redis_round "$round"
     fi
     sync_run "$round" "-il" -sync-redis "127.0.0.1:$REDIS_PORT" -sync-block "$BLOCK"
+    redis_load "$PORT" "$OPS" > "$OUT/batchkv-load-$round.log"
+    bench_run "$PORT" "$OUT/redis-benchmark-batchkv-$round.csv" "$round" batchkv-rb
     procs_stop
 done
 
@@ -310,6 +320,14 @@ cpu_row() {
     echo "|---|---|---|---|---|"
     for op in get put; do
         echo "| $op | $(paired batchkv "$op" 4) | $(paired batchkv "$op" 5) | $(paired batchkv-auto "$op" 4) | $(paired batchkv-auto "$op" 5) |"
+    done
+    echo
+    echo "One client for both servers: redis-benchmark -c 1 -P 1 against batchkv's port (RESP) and against Redis; medians over the rounds, and each round's own ratio: median (lowest-highest)"
+    echo
+    echo "| op | Redis p50 / p99 (µs) | batchkv p50 / p99 | batchkv / Redis p50 | p99 |"
+    echo "|---|---|---|---|---|"
+    for op in get put; do
+        echo "| $op | $(median redis "$op" 4) / $(median redis "$op" 5) | $(median batchkv-rb "$op" 4) / $(median batchkv-rb "$op" 5) | $(paired batchkv-rb "$op" 4) | $(paired batchkv-rb "$op" 5) |"
     done
     echo
     echo "CPU time per lone op (µs), median over the rounds; a client's includes its start; kvsclient's ops include the lone puts that load its keys"
