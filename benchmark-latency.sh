@@ -56,10 +56,10 @@ two within a run, so pinning both systems the same way compares them at
 one placement.
 Prints each round's p50 and p99 and then the medians over the rounds with
 the ratios batchkv / Redis (below 1 is faster than Redis) and Get / Do,
-the ratios of (d) to (a), and the CPU time each client and server spent per op in (a) and (b)
-(from /proc, counted in clock ticks, 10 ms where CLK_TCK is 100; a
-client's includes its start; kvsclient loads its keys with lone puts,
-which count as ops), and draws each round's p50 and p99 of
+the ratios of (d) to (a), and the CPU time each client and server spent
+per op in (a) and (b) (from /proc, counted in clock ticks, 10 ms where
+CLK_TCK is 100; a client's includes its start; kvsclient loads its keys
+with lone puts, which count as ops), and draws each round's p50 and p99 of
 redis-benchmark and of Do (latency-p50.png, latency-p99.png). A median
 over an even number of rounds is the lower of the two middle ones.
 Installs Redis from Debian's packages if missing.
