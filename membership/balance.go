@@ -6,9 +6,13 @@ import (
 	"github.com/batchkv/batchkv/shard"
 )
 
-// The planners below are pure functions of a map: each returns the next
-// single step towards balance, so that a command can apply it, read the
-// map again and ask for the next.
+// The planners below are pure functions of a map and of the members
+// that did not answer (down): each returns the next single step towards
+// balance, so that a command can apply it, read the map again and ask
+// for the next. A member that is down receives nothing (a replica moved
+// to it could not catch up, and a shard it were to lead would have no
+// leader it prefers), and gives first: what it holds is what the shards
+// lack.
 
 // replicaCounts returns how many data shard replicas each member holds.
 func replicaCounts(m *shard.Map) map[string]int {
@@ -38,13 +42,24 @@ func leaderCounts(m *shard.Map) map[string]int {
 }
 
 // unevenPairs calls try with pairs of members whose counts in n differ by
-// more than one, the most uneven first, until try returns true; it
-// reports whether one did.
-func unevenPairs(servers []string, n map[string]int, try func(from, to string) bool) bool {
+// more than one, the most uneven first but with the members that are
+// down first of all as givers and never as takers, until try returns
+// true; it reports whether one did.
+func unevenPairs(servers []string, n map[string]int, down map[string]bool, try func(from, to string) bool) bool {
 	byLoad := slices.Clone(servers)
-	slices.SortStableFunc(byLoad, func(a, b string) int { return n[b] - n[a] })
+	slices.SortStableFunc(byLoad, func(a, b string) int {
+		if down[a] != down[b] {
+			if down[a] {
+				return -1
+			}
+			return 1
+		}
+		return n[b] - n[a]
+	})
+	takers := slices.DeleteFunc(slices.Clone(byLoad), func(s string) bool { return down[s] })
+	slices.SortStableFunc(takers, func(a, b string) int { return n[a] - n[b] })
 	for _, from := range byLoad {
-		for _, to := range slices.Backward(byLoad) {
+		for _, to := range takers {
 			if n[from]-n[to] <= 1 {
 				break
 			}
@@ -57,10 +72,10 @@ func unevenPairs(servers []string, n map[string]int, try func(from, to string) b
 }
 
 // balanceStep returns a move of one replica, of shard sh from the member
-// with the most replicas to the one with the fewest, or ok false when no
-// two members differ by more than one.
-func balanceStep(m *shard.Map) (sh int, from, to string, ok bool) {
-	ok = unevenPairs(m.Servers, replicaCounts(m), func(f, t string) bool {
+// with the most replicas (or one that is down) to the live one with the
+// fewest, or ok false when no such two members differ by more than one.
+func balanceStep(m *shard.Map, down map[string]bool) (sh int, from, to string, ok bool) {
+	ok = unevenPairs(m.Servers, replicaCounts(m), down, func(f, t string) bool {
 		// Prefer a shard that f does not lead: its move needs no change
 		// of leader.
 		best := -1
@@ -79,14 +94,15 @@ func balanceStep(m *shard.Map) (sh int, from, to string, ok bool) {
 }
 
 // drainStep returns the next replica to move off addr (a data shard, or
-// the meta group as shard m.Shards) and the member with the fewest
-// replicas that lacks one of it, or ok false when addr holds none.
-func drainStep(m *shard.Map, addr string) (sh int, to string, ok bool) {
+// the meta group as shard m.Shards) and the live member with the fewest
+// replicas that lacks one of it, or ok false when addr holds none, or
+// none of its replicas has such a member to go to.
+func drainStep(m *shard.Map, addr string, down map[string]bool) (sh int, to string, ok bool) {
 	n := replicaCounts(m)
 	target := func(reps []string) string {
 		best := ""
 		for _, s := range m.Servers {
-			if s != addr && !slices.Contains(reps, s) && (best == "" || n[s] < n[best]) {
+			if s != addr && !down[s] && !slices.Contains(reps, s) && (best == "" || n[s] < n[best]) {
 				best = s
 			}
 		}
@@ -108,11 +124,11 @@ func drainStep(m *shard.Map, addr string) (sh int, to string, ok bool) {
 }
 
 // leaderStep returns a shard whose preferred leader should become to, a
-// replica of it that prefers fewer shards, or ok false when no two
-// members' preferred counts differ by more than one (or no shard allows
-// evening them further).
-func leaderStep(m *shard.Map) (sh int, to string, ok bool) {
-	ok = unevenPairs(m.Servers, leaderCounts(m), func(f, t string) bool {
+// live replica of it that prefers fewer shards, or ok false when no such
+// two members' preferred counts differ by more than one (or no shard
+// allows evening them further).
+func leaderStep(m *shard.Map, down map[string]bool) (sh int, to string, ok bool) {
+	ok = unevenPairs(m.Servers, leaderCounts(m), down, func(f, t string) bool {
 		for s, reps := range m.Placement {
 			if reps[0] == f && slices.Contains(reps, t) {
 				sh, to = s, t

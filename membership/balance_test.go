@@ -23,21 +23,23 @@ func initial(t *testing.T, n, shards, rf int) *shard.Map {
 	return shard.Initial(l, 0)
 }
 
-// apply plays the planners' steps on m the way the commands do, and
-// returns the map after them and the number of replica moves.
-func settle(t *testing.T, m *shard.Map) (*shard.Map, int) {
-	moves := 0
-	for ; ; moves++ {
-		sh, from, to, ok := balanceStep(m)
+// settle plays the planners' steps on m the way the commands do, with
+// the members in down down, and returns the map after them and the
+// replica moves.
+func settle(t *testing.T, m *shard.Map, down map[string]bool) (*shard.Map, []planned) {
+	var moves []planned
+	for {
+		sh, from, to, ok := balanceStep(m, down)
 		if !ok {
 			break
 		}
-		require.Less(t, moves, 1000, "balanceStep does not converge")
+		require.Less(t, len(moves), 1000, "balanceStep does not converge")
 		m.Placement[sh] = replace(m.Placement[sh], from, to)
 		require.NoError(t, m.Validate())
+		moves = append(moves, planned{sh, from, to})
 	}
 	for i := 0; ; i++ {
-		sh, to, ok := leaderStep(m)
+		sh, to, ok := leaderStep(m, down)
 		if !ok {
 			break
 		}
@@ -60,7 +62,7 @@ func TestBalanceAfterGrowth(t *testing.T) {
 		t.Run(fmt.Sprintf("%d+%d servers %d shards RF %d", tc.n, tc.add, tc.shards, tc.rf), func(t *testing.T) {
 			m := initial(t, tc.n, tc.shards, tc.rf)
 			m.Servers = addrs(tc.n + tc.add)
-			m, moves := settle(t, m)
+			m, moves := settle(t, m, nil)
 			reps, leads := replicaCounts(m), leaderCounts(m)
 			total := tc.shards * tc.rf
 			lo, hi := total/(tc.n+tc.add), (total+tc.n+tc.add-1)/(tc.n+tc.add)
@@ -71,7 +73,7 @@ func TestBalanceAfterGrowth(t *testing.T) {
 				require.GreaterOrEqual(t, leads[s], tc.shards/(tc.n+tc.add)-1, "%s leads", s)
 			}
 			// Only the new members' share moved.
-			require.LessOrEqual(t, moves, tc.add*hi)
+			require.LessOrEqual(t, len(moves), tc.add*hi)
 		})
 	}
 }
@@ -79,9 +81,9 @@ func TestBalanceAfterGrowth(t *testing.T) {
 // TestBalanceIsStableWhenEven: a balanced map plans nothing.
 func TestBalanceIsStableWhenEven(t *testing.T) {
 	m := initial(t, 3, 6, 3)
-	_, _, _, ok := balanceStep(m)
+	_, _, _, ok := balanceStep(m, nil)
 	require.False(t, ok)
-	_, _, ok = leaderStep(m)
+	_, _, ok = leaderStep(m, nil)
 	require.False(t, ok)
 }
 
@@ -91,7 +93,7 @@ func TestDrain(t *testing.T) {
 	m := initial(t, 4, 16, 3)
 	gone := m.Servers[1]
 	for i := 0; ; i++ {
-		sh, to, ok := drainStep(m, gone)
+		sh, to, ok := drainStep(m, gone, nil)
 		if !ok {
 			break
 		}
@@ -115,6 +117,85 @@ func TestDrain(t *testing.T) {
 // to drain to.
 func TestDrainNeedsRoom(t *testing.T) {
 	m := initial(t, 3, 3, 3)
-	_, _, ok := drainStep(m, m.Servers[0])
+	_, _, ok := drainStep(m, m.Servers[0], nil)
 	require.False(t, ok)
+}
+
+// TestBalanceGivesNothingToDown: a member that holds nothing and is
+// down gets no replica and no preferred leadership, where the same
+// member up would get its share of both.
+func TestBalanceGivesNothingToDown(t *testing.T) {
+	m := initial(t, 3, 6, 3)
+	m.Servers = addrs(4)
+	idle := m.Servers[3]
+	up, moves := settle(t, m.Clone(), nil)
+	require.NotEmpty(t, moves, "the control: an idle member that is up takes its share")
+	require.Positive(t, leaderCounts(up)[idle])
+
+	down := map[string]bool{idle: true}
+	after, moves := settle(t, m.Clone(), down)
+	require.Empty(t, moves)
+	require.Zero(t, replicaCounts(after)[idle])
+	require.Zero(t, leaderCounts(after)[idle])
+}
+
+// TestBalanceTakesFromDownFirst: with a member down and a new one
+// added, the new member's share comes off the one that is down first,
+// and nothing goes to the one that is down; up, the same member gives
+// no more than its third.
+func TestBalanceTakesFromDownFirst(t *testing.T) {
+	m := initial(t, 3, 12, 3)
+	m.Servers = addrs(4)
+	dead, added := m.Servers[1], m.Servers[3]
+	fromDead := func(moves []planned) int {
+		n := 0
+		for _, mv := range moves {
+			require.Equal(t, added, mv.to)
+			if mv.from == dead {
+				n++
+			}
+		}
+		return n
+	}
+	_, moves := settle(t, m.Clone(), nil)
+	require.Len(t, moves, 9)
+	require.LessOrEqual(t, fromDead(moves), 3, "the control: up, it gives its third")
+
+	after, moves := settle(t, m.Clone(), map[string]bool{dead: true})
+	// 12 and 0 to within one: the first 6 moves come off the member that
+	// is down, then the live ones even out with the new one (the dead
+	// one, holding less than its share, takes nothing back): 10 moves,
+	// where the 9 with every member up leave the dead one 9 replicas for
+	// its removal to move again.
+	require.Equal(t, 6, fromDead(moves))
+	for _, mv := range moves[:6] {
+		require.Equal(t, dead, mv.from, "the member that is down gives first")
+	}
+	n := replicaCounts(after)
+	require.Equal(t, 6, n[dead])
+	for _, s := range []string{m.Servers[0], m.Servers[2], added} {
+		require.Equal(t, 10, n[s], "%s", s)
+	}
+}
+
+// TestDrainSkipsDown: draining a member sends nothing to a member that
+// is down, and leaves a group that only that member lacks.
+func TestDrainSkipsDown(t *testing.T) {
+	m := initial(t, 4, 8, 3)
+	gone, dead := m.Servers[0], m.Servers[3]
+	down := map[string]bool{dead: true}
+	for i := 0; ; i++ {
+		sh, to, ok := drainStep(m, gone, down)
+		if !ok {
+			break
+		}
+		require.Less(t, i, 100)
+		require.NotEqual(t, dead, to)
+		m = m.WithReplicas(sh, replace(m.Replicas(sh), gone, to))
+	}
+	left := groupsOn(m, gone)
+	require.NotEmpty(t, left, "some group has its other replicas on the two live members")
+	for _, sh := range left {
+		require.NotContains(t, m.Replicas(sh), dead, "a group left behind is one only the dead member lacks")
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -215,6 +216,59 @@ func TestReplaceServerMovesEachReplicaOnce(t *testing.T) {
 	require.Empty(t, again.Moves)
 	t.Logf("replace-server: %d moves in %v", len(sum.Moves), sum.Took)
 	requireReplaced(t, c, drv, stop)
+}
+
+// TestPlansLeaveDownMemberOut: a member that holds nothing dies. A
+// rebalance moves nothing to it and succeeds (planned as if it were up,
+// its share would move to it and fail); removing another member, whose
+// groups only the dead one lacks, is refused before anything changes;
+// the dead one is then removed without a move.
+func TestPlansLeaveDownMemberOut(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts and stops a cluster's servers")
+	}
+	c := membershipCluster(t)
+	var (
+		mu    sync.Mutex
+		lines []string
+	)
+	drv := c.Driver(t, func(line string) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, line)
+	})
+	dead := c.Addrs()[3]
+	c.Start(3)
+	require.NoError(t, drv.AddMember(dead))
+	c.Stop(3)
+
+	sum, err := drv.Rebalance()
+	require.NoError(t, err)
+	require.Empty(t, sum.Moves)
+	m, err := drv.Map()
+	require.NoError(t, err)
+	require.Contains(t, m.Servers, dead)
+	require.Empty(t, m.Hosted(dead))
+	require.NotContains(t, m.Meta, dead)
+	mu.Lock()
+	said := slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, dead+" does not answer") })
+	mu.Unlock()
+	require.True(t, said, "the command says who is down")
+
+	_, err = drv.RemoveServer(c.Addrs()[0])
+	require.ErrorContains(t, err, "that no live member lacks (down: "+dead+")")
+	same, err := drv.Map()
+	require.NoError(t, err)
+	require.Equal(t, m.Epoch, same.Epoch, "a refused removal changes nothing")
+
+	removed, err := drv.RemoveServer(dead)
+	require.NoError(t, err)
+	require.Empty(t, removed.Moves)
+	final, err := drv.Map()
+	require.NoError(t, err)
+	require.ElementsMatch(t, c.Addrs()[:3], final.Servers)
+	clustertest.PutAll(t, c.Client(t), "after", 100, clustertest.ValueOf("p"))
+	clustertest.CheckAll(t, c.Client(t), "after", 100, clustertest.ValueOf("p"))
 }
 
 // deadMember is membershipCluster with 2,000 keys written, a checked

@@ -85,10 +85,21 @@ func (c *Driver) Move(sh int, from, to string) (*shard.Map, Moved, error) {
 	next := slices.Clone(reps)
 	next[slices.Index(next, from)] = to
 	if leader == from {
-		if _, _, err := c.atLeader(candidates, wire.MembershipRequest{Op: wire.TransferLeader, Shard: sh, Addr: next[0]}); err != nil {
+		// To the preferred replica, unless it is down (from may lead
+		// because it is); then to the new one, which has just caught
+		// up. The leader hands leadership back to the preferred replica
+		// once that one is back (leadership.watchHandBack).
+		target := next[0]
+		if target != to {
+			if down, _ := c.probe([]string{target}); down[target] {
+				c.say("%s: %s, the preferred replica, does not answer: leadership goes to %s", name, target, to)
+				target = to
+			}
+		}
+		if _, _, err := c.atLeader(candidates, wire.MembershipRequest{Op: wire.TransferLeader, Shard: sh, Addr: target}); err != nil {
 			return m, mv, fmt.Errorf("membership: %s: moving leadership off %s: %w (run rebalance to finish)", name, from, err)
 		}
-		c.say("%s: leadership handed to %s", name, next[0])
+		c.say("%s: leadership handed to %s", name, target)
 	}
 	// 5. from leaves the group.
 	if _, _, err := c.atLeader(next, wire.MembershipRequest{Op: wire.RemoveMember, Shard: sh, Addr: from}); err != nil {

@@ -3,7 +3,9 @@ package membership
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -87,17 +89,22 @@ func (c *Driver) RemoveServer(addr string) (Summary, error) {
 		return Summary{}, fmt.Errorf("membership: removing %s would leave %d servers for %d replicas of each shard: replace it with a new server (kvsctl replace-server %s NEW)",
 			addr, len(m.Servers)-1, m.RF, addr)
 	}
+	down := c.downMembers(m)
 	plan := m.Clone()
 	var moves []planned
 	for {
-		sh, to, ok := drainStep(plan, addr)
+		sh, to, ok := drainStep(plan, addr, down)
 		if !ok {
 			break
 		}
 		plan = plan.WithReplicas(sh, replace(plan.Replicas(sh), addr, to))
 		moves = append(moves, planned{sh, addr, to})
 	}
-	sum, err := c.moveOff(m, addr, moves)
+	if left := groupsOn(plan, addr); len(left) > 0 {
+		return Summary{}, fmt.Errorf("membership: %s holds replicas of %d groups that no live member lacks (down: %s): start those members again, or replace %s with a new server (kvsctl replace-server %s NEW)",
+			addr, len(left), strings.Join(slices.Sorted(maps.Keys(down)), ", "), addr, addr)
+	}
+	sum, err := c.moveOff(m, addr, moves, down)
 	sum.Took = time.Since(start)
 	return sum, err
 }
@@ -124,7 +131,7 @@ func (c *Driver) ReplaceServer(addr, with string) (Summary, error) {
 		// A run that failed after its last move: what is left is the
 		// leaders.
 		c.say("%s is no longer a member and %s is: evening out leaders", addr, with)
-		sum, err := c.balanceLeaders(m)
+		sum, err := c.balanceLeaders(m, c.downMembers(m))
 		sum.Took = time.Since(start)
 		return sum, err
 	case !slices.Contains(m.Servers, addr):
@@ -148,7 +155,7 @@ func (c *Driver) ReplaceServer(addr, with string) (Summary, error) {
 	for _, sh := range groupsOn(m, addr) {
 		moves = append(moves, planned{sh, addr, with})
 	}
-	sum, err := c.moveOff(m, addr, moves)
+	sum, err := c.moveOff(m, addr, moves, c.downMembers(m))
 	sum.Took = time.Since(start)
 	return sum, err
 }
@@ -166,8 +173,9 @@ func groupsOn(m *shard.Map, addr string) []int {
 }
 
 // moveOff makes moves, every replica on addr to another member, then
-// takes addr out of m's members and evens out preferred leaders.
-func (c *Driver) moveOff(m *shard.Map, addr string, moves []planned) (Summary, error) {
+// takes addr out of m's members and evens out preferred leaders among the
+// members not down.
+func (c *Driver) moveOff(m *shard.Map, addr string, moves []planned, down map[string]bool) (Summary, error) {
 	var sum Summary
 	// The meta group's move last, alone: every other move commits the
 	// map through it.
@@ -195,7 +203,7 @@ func (c *Driver) moveOff(m *shard.Map, addr string, moves []planned) (Summary, e
 		return sum, err
 	}
 	c.say("%s is no longer a member (map epoch %d); it may be stopped", addr, next.Epoch)
-	lsum, err := c.balanceLeaders(next)
+	lsum, err := c.balanceLeaders(next, down)
 	sum.Leaders, sum.Epoch = lsum.Leaders, lsum.Epoch
 	return sum, err
 }
@@ -231,10 +239,11 @@ func (c *Driver) rebalance() (Summary, error) {
 	if err != nil {
 		return sum, err
 	}
+	down := c.downMembers(m)
 	plan := m.Clone()
 	var moves []planned
 	for {
-		sh, from, to, ok := balanceStep(plan)
+		sh, from, to, ok := balanceStep(plan, down)
 		if !ok {
 			break
 		}
@@ -252,7 +261,7 @@ func (c *Driver) rebalance() (Summary, error) {
 	if m, err = c.Map(); err != nil {
 		return sum, err
 	}
-	lsum, err := c.balanceLeaders(m)
+	lsum, err := c.balanceLeaders(m, down)
 	sum.Leaders, sum.Epoch, sum.Took = lsum.Leaders, lsum.Epoch, time.Since(start)
 	return sum, err
 }
@@ -330,14 +339,15 @@ func replace(reps []string, from, to string) []string {
 // handOverGap separates the leadership hand-overs of balanceLeaders.
 const handOverGap = 500 * time.Millisecond
 
-// balanceLeaders makes each server the preferred leader of its share of
-// shards (within one), and hands each changed shard's leadership to it.
-func (c *Driver) balanceLeaders(m *shard.Map) (Summary, error) {
+// balanceLeaders makes each server not down the preferred leader of its
+// share of shards (within one), and hands each changed shard's leadership
+// to it.
+func (c *Driver) balanceLeaders(m *shard.Map, down map[string]bool) (Summary, error) {
 	sum := Summary{Epoch: m.Epoch}
 	next := m.Clone()
 	var changed []int
 	for {
-		sh, to, ok := leaderStep(next)
+		sh, to, ok := leaderStep(next, down)
 		if !ok {
 			break
 		}

@@ -72,15 +72,19 @@ cluster whose members can change (-rf above 1, -data-dir or -in-memory).`,
 	{name: "add-server", args: "ADDR", summary: "make a server started with -join a member, and move its share onto it",
 		detail: `Makes ADDR, a server started with -join, a member of the cluster, then
 moves its share of replicas and leaderships onto it while the cluster
-serves. Prints a line per step and ends with what moved and how long it
-took; on failure it says what completed and exits with status 2 (run
-it again, or rebalance, to finish).`,
+serves. A member that does not answer within 3 s is down for the plan:
+nothing moves to it, and what it holds moves first. Prints a line per
+step and ends with what moved and how long it took; on failure it says
+what completed and exits with status 2 (run it again, or rebalance, to
+finish).`,
 		example: "kvsserver -host 127.0.0.4 -port 8083 -join 127.0.0.1:8080 -data-dir run/kvsdata/new &\n  kvsctl -hosts 127.0.0.1:8080 add-server 127.0.0.4:8083"},
 	{name: "remove-server", args: "ADDR", summary: "move every replica off ADDR (alive or dead) and drop it from the members",
 		detail: `Moves every replica ADDR holds to the other members, then takes it out
-of the map. ADDR may be dead. Afterwards it serves nothing and may be
-stopped (kill its PID; run-cluster.sh writes its servers' PIDs to
-logs/latest/pids/).`,
+of the map. ADDR may be dead. Nothing moves to a member that does not
+answer within 3 s; if a replica could only go to such a member, it
+refuses before it changes anything. Afterwards ADDR serves nothing and
+may be stopped (kill its PID; run-cluster.sh writes its servers' PIDs
+to logs/latest/pids/).`,
 		example: "kvsctl -hosts 127.0.0.2:8081 remove-server 127.0.0.1:8080"},
 	{name: "replace-server", args: "ADDR NEW", summary: "move every replica off ADDR (alive or dead) onto NEW, started with -join, and drop ADDR",
 		detail: `Makes NEW, a server started with -join, a member, moves each replica
@@ -97,7 +101,7 @@ If ADDR holds a replica of SHARD already there is nothing to move: it
 says so and exits 0 (kvsctl map shows which shards it holds).`,
 		example: "kvsctl -hosts 127.0.0.1:8080 move 3 127.0.0.4:8083"},
 	{name: "rebalance", summary: "even out replicas and leaderships over the members",
-		detail:  `Moves replicas and hands over leaderships until every member holds its share. Prints its steps and what moved.`,
+		detail:  `Moves replicas and hands over leaderships until every member holds its share. A member that does not answer within 3 s gets none, and what it holds moves first. Prints its steps and what moved.`,
 		example: "kvsctl -hosts 127.0.0.1:8080 rebalance"},
 	{name: "certs", args: "init|issue ...", summary: "make a cluster CA and certificates (kvsctl help certs)",
 		detail:  certsUsage,
