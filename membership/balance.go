@@ -11,8 +11,10 @@ import (
 // balance, so that a command can apply it, read the map again and ask
 // for the next. A member that is down receives nothing (a replica moved
 // to it could not catch up, and a shard it were to lead would have no
-// leader it prefers), and gives first: what it holds is what the shards
-// lack.
+// leader it prefers), and in balanceStep and leaderStep it gives first,
+// for as long as it holds more than a live member plus one: what it holds
+// is what its shards lack. With no member down they plan as they did
+// before they knew of any.
 
 // replicaCounts returns how many data shard replicas each member holds.
 func replicaCounts(m *shard.Map) map[string]int {
@@ -56,8 +58,14 @@ func unevenPairs(servers []string, n map[string]int, down map[string]bool, try f
 		}
 		return n[b] - n[a]
 	})
-	takers := slices.DeleteFunc(slices.Clone(byLoad), func(s string) bool { return down[s] })
-	slices.SortStableFunc(takers, func(a, b string) int { return n[a] - n[b] })
+	// The live members, fewest first: byLoad backwards, which with no
+	// member down is the order the planners always took.
+	var takers []string
+	for _, s := range slices.Backward(byLoad) {
+		if !down[s] {
+			takers = append(takers, s)
+		}
+	}
 	for _, from := range byLoad {
 		for _, to := range takers {
 			if n[from]-n[to] <= 1 {
@@ -77,13 +85,15 @@ func unevenPairs(servers []string, n map[string]int, down map[string]bool, try f
 func balanceStep(m *shard.Map, down map[string]bool) (sh int, from, to string, ok bool) {
 	ok = unevenPairs(m.Servers, replicaCounts(m), down, func(f, t string) bool {
 		// Prefer a shard that f does not lead: its move needs no change
-		// of leader.
+		// of leader. From a member that is down, prefer one it is the
+		// preferred leader of: that moves off it too.
+		prefer := func(s int) bool { return (m.Placement[s][0] == f) == down[f] }
 		best := -1
 		for s, reps := range m.Placement {
 			if !slices.Contains(reps, f) || slices.Contains(reps, t) {
 				continue
 			}
-			if best < 0 || (m.Placement[best][0] == f && reps[0] != f) {
+			if best < 0 || (!prefer(best) && prefer(s)) {
 				best = s
 			}
 		}

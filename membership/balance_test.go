@@ -2,6 +2,8 @@ package membership
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -162,6 +164,7 @@ func TestBalanceTakesFromDownFirst(t *testing.T) {
 	require.LessOrEqual(t, fromDead(moves), 3, "the control: up, it gives its third")
 
 	after, moves := settle(t, m.Clone(), map[string]bool{dead: true})
+	require.Len(t, moves, 10)
 	// 12 and 0 to within one: the first 6 moves come off the member that
 	// is down, then the live ones even out with the new one (the dead
 	// one, holding less than its share, takes nothing back): 10 moves,
@@ -198,4 +201,132 @@ func TestDrainSkipsDown(t *testing.T) {
 	for _, sh := range left {
 		require.NotContains(t, m.Replicas(sh), dead, "a group left behind is one only the dead member lacks")
 	}
+}
+
+// TestNothingDownPlansAsBefore: with no member down the planners take
+// the same steps, one by one, as they did before they knew of members
+// that are down (beforeBalanceStep and beforeLeaderStep, their code of
+// then), over grown maps and maps made uneven by random moves.
+func TestNothingDownPlansAsBefore(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var maps []*shard.Map
+	for _, tc := range []struct{ n, add, shards, rf int }{{3, 1, 6, 3}, {3, 2, 64, 3}, {4, 4, 256, 3}, {2, 1, 16, 1}, {5, 0, 40, 3}} {
+		m := initial(t, tc.n, tc.shards, tc.rf)
+		m.Servers = addrs(tc.n + tc.add)
+		maps = append(maps, m)
+		for range 3 {
+			u := m.Clone()
+			for range 30 { // a random valid move, or a swap of preferred leader
+				sh := rng.IntN(u.Shards)
+				reps := u.Placement[sh]
+				to := u.Servers[rng.IntN(len(u.Servers))]
+				if slices.Contains(reps, to) {
+					i := slices.Index(reps, to)
+					reps[0], reps[i] = reps[i], reps[0]
+					continue
+				}
+				u.Placement[sh] = replace(reps, reps[rng.IntN(len(reps))], to)
+			}
+			require.NoError(t, u.Validate())
+			maps = append(maps, u)
+		}
+	}
+	for i, m := range maps {
+		for step := 0; ; step++ {
+			require.Less(t, step, 2000)
+			sh, from, to, ok := balanceStep(m, nil)
+			bsh, bfrom, bto, bok := beforeBalanceStep(m)
+			require.Equal(t, []any{bsh, bfrom, bto, bok}, []any{sh, from, to, ok}, "map %d, replica step %d", i, step)
+			if !ok {
+				break
+			}
+			m.Placement[sh] = replace(m.Placement[sh], from, to)
+		}
+		for step := 0; ; step++ {
+			require.Less(t, step, 2000)
+			sh, to, ok := leaderStep(m, nil)
+			bsh, bto, bok := beforeLeaderStep(m)
+			require.Equal(t, []any{bsh, bto, bok}, []any{sh, to, ok}, "map %d, leader step %d", i, step)
+			if !ok {
+				break
+			}
+			reps := m.Placement[sh]
+			j := slices.Index(reps, to)
+			reps[0], reps[j] = reps[j], reps[0]
+		}
+	}
+}
+
+// beforeUnevenPairs, beforeBalanceStep and beforeLeaderStep are the
+// planners as they were before they knew of members that are down
+// (commit 3d655c2), kept as the oracle of TestNothingDownPlansAsBefore.
+func beforeUnevenPairs(servers []string, n map[string]int, try func(from, to string) bool) bool {
+	byLoad := slices.Clone(servers)
+	slices.SortStableFunc(byLoad, func(a, b string) int { return n[b] - n[a] })
+	for _, from := range byLoad {
+		for _, to := range slices.Backward(byLoad) {
+			if n[from]-n[to] <= 1 {
+				break
+			}
+			if try(from, to) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func beforeBalanceStep(m *shard.Map) (sh int, from, to string, ok bool) {
+	ok = beforeUnevenPairs(m.Servers, replicaCounts(m), func(f, t string) bool {
+		best := -1
+		for s, reps := range m.Placement {
+			if !slices.Contains(reps, f) || slices.Contains(reps, t) {
+				continue
+			}
+			if best < 0 || (m.Placement[best][0] == f && reps[0] != f) {
+				best = s
+			}
+		}
+		sh, from, to = best, f, t
+		return best >= 0
+	})
+	return sh, from, to, ok
+}
+
+func beforeLeaderStep(m *shard.Map) (sh int, to string, ok bool) {
+	ok = beforeUnevenPairs(m.Servers, leaderCounts(m), func(f, t string) bool {
+		for s, reps := range m.Placement {
+			if reps[0] == f && slices.Contains(reps, t) {
+				sh, to = s, t
+				return true
+			}
+		}
+		return false
+	})
+	return sh, to, ok
+}
+
+// TestLeadersComeOffDownFirst: the preferred leaderships to even out come
+// off a member that is down first; with every member up, off the first
+// of the two that prefer as many.
+func TestLeadersComeOffDownFirst(t *testing.T) {
+	m := initial(t, 3, 6, 3)
+	a, b, c := m.Servers[0], m.Servers[1], m.Servers[2]
+	for sh := range m.Placement {
+		lead := a
+		if sh >= 3 {
+			lead = b
+		}
+		reps := slices.DeleteFunc(slices.Clone(m.Placement[sh]), func(s string) bool { return s == lead })
+		m.Placement[sh] = append([]string{lead}, reps...)
+	}
+	sh, to, ok := leaderStep(m, nil)
+	require.True(t, ok)
+	require.Equal(t, c, to)
+	require.Equal(t, a, m.Placement[sh][0], "the control: with every member up, off the first")
+
+	sh, to, ok = leaderStep(m, map[string]bool{b: true})
+	require.True(t, ok)
+	require.Equal(t, c, to)
+	require.Equal(t, b, m.Placement[sh][0], "off the member that is down first")
 }

@@ -9,28 +9,30 @@ import (
 )
 
 // ProbeWait bounds how long a command waits for members to answer before
-// it plans: a member that has not answered by then is down for that plan.
-// A stopped server refuses at once; one cut off by a partition would
-// otherwise hold the command for the whole RPC timeout.
+// it plans (or the Driver's RPCTimeout, if shorter): a member that has
+// not answered by then is down for that plan. A stopped server refuses
+// at once; one cut off by a partition would otherwise hold the command
+// for the whole RPC timeout.
 const ProbeWait = 3 * time.Second
 
 // downMembers asks every member of m for its map at once and returns the
 // ones that did not answer within ProbeWait, saying which: the planners
-// move nothing to them and move what they hold first.
+// move nothing to them, and take from them first.
 func (c *Driver) downMembers(m *shard.Map) map[string]bool {
 	down, why := c.probe(m.Servers)
 	for _, addr := range slices.Sorted(maps.Keys(down)) {
 		if err := why[addr]; err != nil {
-			c.say("%s does not answer (%v): no replica or leadership goes to it, and what it holds moves first", addr, err)
+			c.say("%s does not answer (%v): no replica or leadership goes to it", addr, err)
 		} else {
-			c.say("%s did not answer within %v: no replica or leadership goes to it, and what it holds moves first", addr, ProbeWait)
+			c.say("%s did not answer within %v: no replica or leadership goes to it", addr, min(ProbeWait, c.timeout()))
 		}
 	}
 	return down
 }
 
 // probe asks each of addrs for its map at once and returns the ones that
-// did not answer within ProbeWait, with the errors of those that failed.
+// did not answer within ProbeWait (or RPCTimeout), with the errors of
+// those that failed.
 // A probe still under way when the wait ends finishes in the background
 // (Close waits for it).
 func (c *Driver) probe(addrs []string) (down map[string]bool, why map[string]error) {
@@ -50,7 +52,7 @@ func (c *Driver) probe(addrs []string) (down map[string]bool, why map[string]err
 		down[addr] = true
 	}
 	why = map[string]error{}
-	wait := time.NewTimer(ProbeWait)
+	wait := time.NewTimer(min(ProbeWait, c.timeout()))
 	defer wait.Stop()
 probing:
 	for range addrs {

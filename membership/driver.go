@@ -13,7 +13,8 @@
 //     commits, so a slow copy never stalls writes);
 //  3. once B has applied everything committed when it was added, the
 //     leader makes it a voter;
-//  4. if A leads, it hands leadership to the new preferred replica;
+//  4. if A leads, it hands leadership to the new preferred replica (to
+//     B if that one does not answer);
 //  5. the leader takes A out of the group;
 //  6. the meta group commits the next map (epoch + 1), with B in A's
 //     place, and every server is told of it;

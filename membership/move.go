@@ -96,7 +96,14 @@ func (c *Driver) Move(sh int, from, to string) (*shard.Map, Moved, error) {
 				target = to
 			}
 		}
-		if _, _, err := c.atLeader(candidates, wire.MembershipRequest{Op: wire.TransferLeader, Shard: sh, Addr: target}); err != nil {
+		_, _, err := c.atLeader(candidates, wire.MembershipRequest{Op: wire.TransferLeader, Shard: sh, Addr: target})
+		if err != nil && target != to {
+			// The leader may not reach it though the driver does.
+			c.say("%s: handing leadership to %s: %v; to %s instead", name, target, err, to)
+			target = to
+			_, _, err = c.atLeader(candidates, wire.MembershipRequest{Op: wire.TransferLeader, Shard: sh, Addr: target})
+		}
+		if err != nil {
 			return m, mv, fmt.Errorf("membership: %s: moving leadership off %s: %w (run rebalance to finish)", name, from, err)
 		}
 		c.say("%s: leadership handed to %s", name, target)

@@ -3,7 +3,6 @@ package membership
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -32,7 +31,8 @@ func (s Summary) KeysCopied() int {
 }
 
 // AddServer makes addr, a server started with -join, a member, then
-// rebalances replicas and leaders onto it.
+// rebalances replicas and leaders onto it (as Rebalance does: members
+// that do not answer get nothing, and give first).
 func (c *Driver) AddServer(addr string) (Summary, error) {
 	start := time.Now()
 	if err := c.Reconcile(); err != nil {
@@ -75,7 +75,9 @@ func (c *Driver) AddMember(addr string) error {
 
 // RemoveServer moves every replica off addr (its shards' and the meta
 // group's), then takes it out of the members. addr may be dead: its
-// shards still have a majority elsewhere.
+// shards still have a majority elsewhere. No replica goes to a member
+// that does not answer (ProbeWait); if one of addr's could only go to
+// such a member, it refuses before it changes anything.
 func (c *Driver) RemoveServer(addr string) (Summary, error) {
 	start := time.Now()
 	m, err := c.reconciledMap()
@@ -101,8 +103,15 @@ func (c *Driver) RemoveServer(addr string) (Summary, error) {
 		moves = append(moves, planned{sh, addr, to})
 	}
 	if left := groupsOn(plan, addr); len(left) > 0 {
+		var lacking []string // the members down that could take one
+		for s := range down {
+			if s != addr && slices.ContainsFunc(left, func(sh int) bool { return !slices.Contains(plan.Replicas(sh), s) }) {
+				lacking = append(lacking, s)
+			}
+		}
+		slices.Sort(lacking)
 		return Summary{}, fmt.Errorf("membership: %s holds replicas of %d groups that no live member lacks (down: %s): start those members again, or replace %s with a new server (kvsctl replace-server %s NEW)",
-			addr, len(left), strings.Join(slices.Sorted(maps.Keys(down)), ", "), addr, addr)
+			addr, len(left), strings.Join(lacking, ", "), addr, addr)
 	}
 	sum, err := c.moveOff(m, addr, moves, down)
 	sum.Took = time.Since(start)
@@ -220,7 +229,9 @@ func (c *Driver) reconciledMap() (*shard.Map, error) {
 // Rebalance moves replicas until every server holds its share of them
 // (within one), then evens out preferred leaders the same way. It plans
 // every move from the current map, then makes up to Parallel of them at
-// once (moves of one shard one after another).
+// once (moves of one shard one after another). A member that does not
+// answer (ProbeWait) gets no replica and no preferred leadership, and
+// gives its own first while it holds more than a live member plus one.
 func (c *Driver) Rebalance() (Summary, error) {
 	start := time.Now()
 	if err := c.Reconcile(); err != nil {

@@ -73,7 +73,7 @@ cluster whose members can change (-rf above 1, -data-dir or -in-memory).`,
 		detail: `Makes ADDR, a server started with -join, a member of the cluster, then
 moves its share of replicas and leaderships onto it while the cluster
 serves. A member that does not answer within 3 s is down for the plan:
-nothing moves to it, and what it holds moves first. Prints a line per
+nothing moves to it, and the share comes off it first. Prints a line per
 step and ends with what moved and how long it took; on failure it says
 what completed and exits with status 2 (run it again, or rebalance, to
 finish).`,
@@ -101,7 +101,7 @@ If ADDR holds a replica of SHARD already there is nothing to move: it
 says so and exits 0 (kvsctl map shows which shards it holds).`,
 		example: "kvsctl -hosts 127.0.0.1:8080 move 3 127.0.0.4:8083"},
 	{name: "rebalance", summary: "even out replicas and leaderships over the members",
-		detail:  `Moves replicas and hands over leaderships until every member holds its share. A member that does not answer within 3 s gets none, and what it holds moves first. Prints its steps and what moved.`,
+		detail:  `Moves replicas and hands over leaderships until every member holds its share. A member that does not answer within 3 s gets none, and gives first while it holds more than the others. Prints its steps and what moved.`,
 		example: "kvsctl -hosts 127.0.0.1:8080 rebalance"},
 	{name: "certs", args: "init|issue ...", summary: "make a cluster CA and certificates (kvsctl help certs)",
 		detail:  certsUsage,
