@@ -94,16 +94,10 @@ func TestBalanceIsStableWhenEven(t *testing.T) {
 func TestDrain(t *testing.T) {
 	m := initial(t, 4, 16, 3)
 	gone := m.Servers[1]
-	for i := 0; ; i++ {
-		sh, to, ok := drainStep(m, gone, nil)
-		if !ok {
-			break
-		}
-		require.Less(t, i, 100)
+	m = drain(t, m, gone, nil, func(at *shard.Map, sh int, to string) {
 		require.NotEqual(t, gone, to)
-		require.NotContains(t, m.Replicas(sh), to)
-		m = m.WithReplicas(sh, replace(m.Replicas(sh), gone, to))
-	}
+		require.NotContains(t, at.Replicas(sh), to)
+	})
 	require.Empty(t, m.Hosted(gone))
 	require.NotContains(t, m.Meta, gone)
 	require.NoError(t, m.Validate())
@@ -112,6 +106,21 @@ func TestDrain(t *testing.T) {
 		if s != gone {
 			require.InDelta(t, 16, n[s], 1, "%s", s)
 		}
+	}
+}
+
+// drain plays drainStep's steps off gone on m, with the members in down
+// down, calling check with the map and each step before it is applied,
+// and returns the map after them.
+func drain(t *testing.T, m *shard.Map, gone string, down map[string]bool, check func(at *shard.Map, sh int, to string)) *shard.Map {
+	for i := 0; ; i++ {
+		sh, to, ok := drainStep(m, gone, down)
+		if !ok {
+			return m
+		}
+		require.Less(t, i, 100)
+		check(m, sh, to)
+		m = m.WithReplicas(sh, replace(m.Replicas(sh), gone, to))
 	}
 }
 
@@ -186,16 +195,9 @@ func TestBalanceTakesFromDownFirst(t *testing.T) {
 func TestDrainSkipsDown(t *testing.T) {
 	m := initial(t, 4, 8, 3)
 	gone, dead := m.Servers[0], m.Servers[3]
-	down := map[string]bool{dead: true}
-	for i := 0; ; i++ {
-		sh, to, ok := drainStep(m, gone, down)
-		if !ok {
-			break
-		}
-		require.Less(t, i, 100)
+	m = drain(t, m, gone, map[string]bool{dead: true}, func(_ *shard.Map, _ int, to string) {
 		require.NotEqual(t, dead, to)
-		m = m.WithReplicas(sh, replace(m.Replicas(sh), gone, to))
-	}
+	})
 	left := groupsOn(m, gone)
 	require.NotEmpty(t, left, "some group has its other replicas on the two live members")
 	for _, sh := range left {

@@ -24,15 +24,18 @@ func (c *Driver) downMembers(m *shard.Map) map[string]bool {
 		if err := why[addr]; err != nil {
 			c.say("%s does not answer (%v): no replica or leadership goes to it", addr, err)
 		} else {
-			c.say("%s did not answer within %v: no replica or leadership goes to it", addr, min(ProbeWait, c.timeout()))
+			c.say("%s did not answer within %v: no replica or leadership goes to it", addr, c.probeWait())
 		}
 	}
 	return down
 }
 
+// probeWait is how long probe waits: ProbeWait, or the RPC timeout if
+// shorter.
+func (c *Driver) probeWait() time.Duration { return min(ProbeWait, c.timeout()) }
+
 // probe asks each of addrs for its map at once and returns the ones that
-// did not answer within ProbeWait (or RPCTimeout), with the errors of
-// those that failed.
+// did not answer within probeWait, with the errors of those that failed.
 // A probe still under way when the wait ends finishes in the background
 // (Close waits for it).
 func (c *Driver) probe(addrs []string) (down map[string]bool, why map[string]error) {
@@ -52,7 +55,7 @@ func (c *Driver) probe(addrs []string) (down map[string]bool, why map[string]err
 		down[addr] = true
 	}
 	why = map[string]error{}
-	wait := time.NewTimer(min(ProbeWait, c.timeout()))
+	wait := time.NewTimer(c.probeWait())
 	defer wait.Stop()
 probing:
 	for range addrs {
