@@ -146,9 +146,11 @@ type ShardStatus struct {
 	// date the log is, as Raft's votes compare logs.
 	LastLogTerm uint64
 	Commit      uint64 // last entry known committed
-	Applied     uint64 // last entry applied to the store
-	Snapshot    uint64 // index of the last snapshot
-	Keys        int
+	// Applied is the last entry Raft handed to the state machine, which
+	// may not have applied it yet: a replica catching up runs behind it.
+	Applied  uint64
+	Snapshot uint64 // index of the last snapshot
+	Keys     int
 	// SinceContact is how long ago this replica last heard from its
 	// leader (zero on a leader).
 	SinceContact time.Duration
@@ -160,9 +162,14 @@ type ShardStatus struct {
 	// the gate held for a window (0 with the gate off).
 	GateEntries, GateHeld uint64
 	// Digest is an order-independent hash of the shard's pairs, set when
-	// asked for. Replicas that applied the same entries agree on it; it is
-	// meaningful when Applied is the same on each and does not move.
-	Digest uint64
+	// asked for, with Keys taken in the same scan. StoreIndex is then the
+	// last command entry the store held during the scan. Replicas that
+	// applied the same entries agree on Digest; it is comparable between
+	// replicas with the same StoreIndex, and meaningless when
+	// ContentMoving says applies changed the store during every scan.
+	Digest        uint64
+	StoreIndex    uint64
+	ContentMoving bool
 }
 
 // MembershipMethod is the net/rpc name of the admin RPC that changes

@@ -168,8 +168,8 @@ func (c *Cluster) caughtUp() (bool, string) {
 		}
 		for _, s := range st.Shards {
 			byShard[s.Shard] = append(byShard[s.Shard], s)
-			fmt.Fprintf(&report, "server %d shard %d: %s term %d last %d commit %d applied %d keys %d digest %x since contact %s\n",
-				i, s.Shard, s.State, s.Term, s.LastIndex, s.Commit, s.Applied, s.Keys, s.Digest, s.SinceContact)
+			fmt.Fprintf(&report, "server %d shard %d: %s term %d last %d commit %d applied %d store at %d keys %d digest %x since contact %s\n",
+				i, s.Shard, s.State, s.Term, s.LastIndex, s.Commit, s.Applied, s.StoreIndex, s.Keys, s.Digest, s.SinceContact)
 		}
 	}
 	return replicasAgree(byShard, c.rf, c.shards), report.String()
@@ -180,7 +180,7 @@ func (c *Cluster) caughtUp() (bool, string) {
 func replicasAgree(byShard map[int][]wire.ShardStatus, rf, shards int) bool {
 	for _, reps := range byShard {
 		for _, r := range reps {
-			if len(reps) != rf || r.Applied != reps[0].Applied || r.Digest != reps[0].Digest {
+			if len(reps) != rf || r.Applied != reps[0].Applied || r.ContentMoving || r.StoreIndex != reps[0].StoreIndex || r.Digest != reps[0].Digest {
 				return false
 			}
 		}

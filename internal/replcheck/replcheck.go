@@ -1,5 +1,5 @@
 // Package replcheck compares the replicas of a shard: their content
-// digests and key counts at the same applied index, as kvsctl verify and
+// digests and key counts with their stores at the same entry, as kvsctl verify and
 // the chaos checks ask for them (wire.StatusRequest{Digest: true}). A
 // replica whose digest differs from its peers' holds other data than
 // they do at the same point of the shard's log: damaged data that was
@@ -23,8 +23,9 @@ type Replica struct {
 // Verdict is what comparing one shard's replicas found.
 type Verdict struct {
 	Shard int
-	// Settled says every replica answered, and all had applied the same
-	// index (Index): only then are their digests comparable.
+	// Settled says every replica answered, all had applied the same
+	// entries, and each store was scanned at rest at the same command
+	// entry (Index): only then are their digests comparable.
 	Settled bool
 	Index   uint64
 	// Differs lists the replicas whose digest or key count differs from
@@ -45,13 +46,23 @@ func Compare(shard int, reps []Replica, rf int) Verdict {
 		v.Desc = fmt.Sprintf("shard %d: %d of %d replicas answered", shard, len(reps), rf)
 		return v
 	}
-	for _, r := range reps[1:] {
-		if r.Status.Applied != reps[0].Status.Applied {
-			v.Desc = fmt.Sprintf("shard %d: applied %d and %d", shard, reps[0].Status.Applied, r.Status.Applied)
+	// Raft counts an entry applied before the store has it: a replica
+	// catching up can report the index of its peers while its store runs
+	// behind. Each store says where it stood during its scan.
+	for _, r := range reps {
+		switch first := reps[0].Status; {
+		case r.Status.ContentMoving:
+			v.Desc = fmt.Sprintf("shard %d: %s was applying entries during each scan of its store", shard, r.Addr)
+			return v
+		case r.Status.Applied != first.Applied:
+			v.Desc = fmt.Sprintf("shard %d: applied %d and %d", shard, first.Applied, r.Status.Applied)
+			return v
+		case r.Status.StoreIndex != first.StoreIndex:
+			v.Desc = fmt.Sprintf("shard %d: applied %d, stores at %d and %d", shard, first.Applied, first.StoreIndex, r.Status.StoreIndex)
 			return v
 		}
 	}
-	v.Settled, v.Index = true, reps[0].Status.Applied
+	v.Settled, v.Index = true, reps[0].Status.StoreIndex
 	type content struct {
 		digest uint64
 		keys   int

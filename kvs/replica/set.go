@@ -138,7 +138,10 @@ func (s *Set) checkAgainstPeers() {
 	for sh := range s.layout.Shards() {
 		if g := s.Group(sh); g != nil && !g.Rebuilding() && len(g.Placement()) >= 3 {
 			r := selfcheck.Replica{Shard: sh, Dir: g.dir, Placement: g.Placement, Applied: g.raft.AppliedIndex,
-				Content: func() (uint64, int) { return g.fsm.Digest(), g.fsm.Store().Len() }, Stop: g.stop}
+				Content: func() (uint64, uint64, int, bool) {
+					c, ok := g.Content()
+					return c.Index, c.Digest, c.Keys, ok
+				}, Stop: g.stop}
 			go func() {
 				if verdict := selfcheck.Run(cfg, r); verdict != nil {
 					s.damaged(sh, g, verdict)

@@ -30,6 +30,13 @@ type Machine struct {
 
 	restores atomic.Uint64 // snapshots loaded by Restore
 
+	// changes counts the starts and ends of Apply and Restore: odd while
+	// one is changing the store. lastCommand is the index of the last
+	// command entry applied, or the one the restored snapshot was taken
+	// at. Content reads them around its scan (content.go).
+	changes     atomic.Uint64
+	lastCommand atomic.Uint64
+
 	// snapshotShare is the share of the time a snapshot's Persist may
 	// spend writing; outside (0, 1) it writes unpaced. hurry, once set
 	// (Hurry), ends the pauses of every snapshot being written.
@@ -100,6 +107,8 @@ func (f *Machine) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
 	}
+	f.changes.Add(1)
+	defer f.applied(l.Index)
 	// Whole seconds: the append time reaches followers through msgpack,
 	// which need not keep nanoseconds, and replicas must agree on it.
 	now := l.AppendedAt.Unix()
@@ -244,15 +253,12 @@ func (f *Machine) current() store.Store { return f.store.Load().Store }
 // replaces it: callers take it anew for each batch.
 func (f *Machine) Store() store.Store { return f.current() }
 
-// Digest returns the content digest of the shard (see digest).
-func (f *Machine) Digest() uint64 { return f.digest() }
-
 // Restores returns how many snapshots Restore has loaded.
 func (f *Machine) Restores() uint64 { return f.restores.Load() }
 
 // digest returns an order-independent hash of the shard's pairs: the sum
 // of every pair's xxhash. It reads the store while applies may go on, so
-// it means something only when the applied index did not move meanwhile.
+// it means something only when no apply ran meanwhile (Content).
 func (f *Machine) digest() uint64 {
 	var sum uint64
 	h := xxhash.New()

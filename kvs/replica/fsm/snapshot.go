@@ -16,12 +16,15 @@ import (
 
 // A shard's snapshot is a stream:
 //
-//	magic "BKVSNAP2" | nSessions uvarint |
+//	magic "BKVSNAP3" | index u64 | nSessions uvarint |
 //	nSessions × (id u64 | seq uvarint | last i64 | nOutcomes uvarint | nOutcomes × (status u8 | valueLen uvarint | value)) |
 //	pairs × (1 | keyLen uvarint | key | valueLen uvarint | value) | 0
 //
-// The first format, "BKVSNAP1", kept no outcomes (a session's was only id,
-// seq and last); Restore still reads it.
+// index is the last command entry the snapshot holds (Content.Index).
+// The second format, "BKVSNAP2", had no index: a replica restored from
+// one reports index 0 until its next command. The first, "BKVSNAP1",
+// kept no outcomes either (a session's was only id, seq and last).
+// Restore reads all three.
 //
 // Raft calls Snapshot from the FSM goroutine, so applies wait while it
 // runs, and Persist afterwards, while applies go on. Snapshot therefore
@@ -31,10 +34,14 @@ import (
 // version did, held applies for the copy of every key: 41% of a server's
 // CPU in the replicated standard run, and seconds with no progress. A
 // store that cannot freeze (SyncMap) is still copied in Snapshot.
-const snapshotMagic = "BKVSNAP2"
+const snapshotMagic = "BKVSNAP3"
 
-// snapshotMagicV1 opens a snapshot of the first format, without outcomes.
-const snapshotMagicV1 = "BKVSNAP1"
+// snapshotMagicV2 and snapshotMagicV1 open snapshots of the earlier
+// formats: without the index, and without outcomes either.
+const (
+	snapshotMagicV2 = "BKVSNAP2"
+	snapshotMagicV1 = "BKVSNAP1"
+)
 
 // pairs is what a snapshot reads its keys and values from.
 type pairs interface {
@@ -45,6 +52,7 @@ type pairs interface {
 // table as it was, and a view of the store that later applies do not
 // change.
 type fsmSnapshot struct {
+	index    uint64 // the last command entry applied
 	sessions map[uint64]session
 	view     pairs
 	release  func() // ends the view; nil when nothing to release
@@ -57,7 +65,7 @@ func (f *Machine) Hurry() { f.hurry.Store(true) }
 
 // Snapshot implements raft.FSM.
 func (f *Machine) Snapshot() (raft.FSMSnapshot, error) {
-	snap := &fsmSnapshot{sessions: maps.Clone(f.sessions), pace: newPacer(f.snapshotShare, &f.hurry)}
+	snap := &fsmSnapshot{index: f.lastCommand.Load(), sessions: maps.Clone(f.sessions), pace: newPacer(f.snapshotShare, &f.hurry)}
 	switch st := f.current().(type) {
 	case store.Freezer:
 		frozen := st.Freeze()
@@ -80,6 +88,7 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	s.pace.start()
 	b := make([]byte, 0, 64)
 	b = append(b, snapshotMagic...)
+	b = binary.LittleEndian.AppendUint64(b, s.index)
 	b = binary.AppendUvarint(b, uint64(len(s.sessions)))
 	_, err := w.Write(b)
 	for id, ses := range s.sessions {
@@ -144,16 +153,24 @@ func (f *Machine) Restore(rc io.ReadCloser) error {
 	if _, err := io.ReadFull(r, head); err != nil {
 		return fmt.Errorf("replica: snapshot header: %w", err)
 	}
-	if string(head) != snapshotMagic && string(head) != snapshotMagicV1 {
+	magic := string(head)
+	if magic != snapshotMagic && magic != snapshotMagicV2 && magic != snapshotMagicV1 {
 		return errors.New("replica: not a shard snapshot")
 	}
-	withOutcomes := string(head) == snapshotMagic
+	withOutcomes := magic != snapshotMagicV1
+	var word [8]byte
+	var index uint64
+	if magic == snapshotMagic {
+		if _, err := io.ReadFull(r, word[:]); err != nil {
+			return fmt.Errorf("replica: snapshot index: %w", err)
+		}
+		index = binary.LittleEndian.Uint64(word[:])
+	}
 	n, err := binary.ReadUvarint(r)
 	if err != nil {
 		return fmt.Errorf("replica: snapshot sessions: %w", err)
 	}
 	sessions := make(map[uint64]session, min(n, 1<<20))
-	var word [8]byte
 	for range n {
 		if _, err := io.ReadFull(r, word[:]); err != nil {
 			return fmt.Errorf("replica: snapshot session: %w", err)
@@ -193,7 +210,9 @@ func (f *Machine) Restore(rc io.ReadCloser) error {
 		store.PutBytes(st, key, value)
 	}
 	f.sessions = sessions
+	f.changes.Add(1)
 	f.store.Store(&storeBox{st})
+	f.applied(index)
 	f.restores.Add(1)
 	return nil
 }

@@ -83,28 +83,31 @@ func compareOnce(cfg Config, r Replica) (verdict error, compared bool) {
 	if len(peers) < 2 {
 		return nil, false
 	}
+	// Raft counts an entry applied before the store has it, so the
+	// stores are compared where each says it stands (StoreIndex), not
+	// where Raft does.
 	before := r.Applied()
-	digest, keys := r.Content()
-	if r.Applied() != before {
+	index, digest, keys, ok := r.Content()
+	if !ok || r.Applied() != before {
 		return nil, false
 	}
 	for _, p := range peers {
-		if p.Applied != before {
+		if p.Applied != before || p.ContentMoving || p.StoreIndex != index {
 			return nil, false
 		}
 	}
 	for _, p := range peers[1:] {
 		if p.Digest != peers[0].Digest || p.Keys != peers[0].Keys {
 			cfg.Logger.Error("start-up check: this replica's peers differ from each other; nothing done",
-				"shard", r.Shard, "index", before, "peers", addrs)
+				"shard", r.Shard, "index", index, "peers", addrs)
 			return nil, true
 		}
 	}
 	if digest == peers[0].Digest && keys == peers[0].Keys {
-		cfg.Logger.Info("start-up check: the replica agrees with its peers", "shard", r.Shard, "index", before)
+		cfg.Logger.Info("start-up check: the replica agrees with its peers", "shard", r.Shard, "index", index)
 		return nil, true
 	}
 	return &raftstore.CorruptError{File: r.Dir, Detail: fmt.Sprintf(
 		"start-up check: at index %d this replica's digest is %016x (%d keys), its peers' %016x (%d keys)",
-		before, digest, keys, peers[0].Digest, peers[0].Keys)}, true
+		index, digest, keys, peers[0].Digest, peers[0].Keys)}, true
 }

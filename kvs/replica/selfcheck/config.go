@@ -21,11 +21,14 @@ type Replica struct {
 	Dir string
 	// Placement returns the shard's replicas (this server among them).
 	Placement func() []string
-	// Applied returns the index of the last entry the replica applied.
+	// Applied returns the index of the last entry Raft handed to the
+	// replica's state machine, as a peer's status reports it.
 	Applied func() uint64
-	// Content returns the digest of the replica's store and its number
-	// of keys, as a peer's status reports them.
-	Content func() (digest uint64, keys int)
+	// Content returns the digest of the replica's store, its number of
+	// keys and the last command entry it held when they were taken, as
+	// a peer's status reports them; ok is false when applies changed the
+	// store meanwhile.
+	Content func() (index, digest uint64, keys int, ok bool)
 	// Stop closes when the replica closes; the check then ends.
 	Stop <-chan struct{}
 }

@@ -19,7 +19,7 @@ type PeerStatusFunc = func(addr string, req wire.StatusRequest, timeout time.Dur
 // shared, a peer is asked at most once per maxAge, one ask at a time (the
 // checks that want it meanwhile wait for that one), and a reply younger
 // than maxAge is given again. A check compares a peer's digest with its
-// own only at the applied index the same reply states, so an older reply
+// own only at the indexes the same reply states, so an older reply
 // is never wrong, at worst not comparable yet. Errors are not kept.
 func SharedDigests(peerStatus PeerStatusFunc, maxAge time.Duration) PeerStatusFunc {
 	type peer struct {
