@@ -84,7 +84,7 @@ func TestRestoreRefusesOversizePairs(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := binary.LittleEndian.AppendUint64([]byte(snapshotMagic), 0) // index 0
-			b = binary.AppendUvarint(b, 0) // no sessions
+			b = binary.AppendUvarint(b, 0)                                  // no sessions
 			b = append(b, 1)
 			b = binary.AppendUvarint(b, c.key)
 			if c.key <= wire.MaxKeyBytes {
