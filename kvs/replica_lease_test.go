@@ -8,6 +8,7 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/stretchr/testify/require"
 
+	"github.com/batchkv/batchkv/internal/bugswitch"
 	"github.com/batchkv/batchkv/internal/clustertest"
 	"github.com/batchkv/batchkv/internal/linz"
 	"github.com/batchkv/batchkv/kvs"
@@ -27,12 +28,18 @@ func leaseTiming() replica.Timing {
 	return t
 }
 
+// leaseSteps are what a lease scenario does besides its own steps:
+// afterCut, when set, runs right after x is cut off.
+type leaseSteps struct {
+	afterCut func(c *replCluster, x int)
+}
+
 // leaseScenario cuts the leader x of a shard off from its peers right
 // after a write through it, waits for another leader, writes a new value
 // through that one, then reads the key from x directly, again and again
 // for a second, and stops the cluster. It returns the history and how
 // many of x's reads were answered.
-func leaseScenario(t *testing.T, opt clustertest.Option) ([]porcupine.Operation, int) {
+func leaseScenario(t *testing.T, steps leaseSteps, opt clustertest.Option) ([]porcupine.Operation, int) {
 	c := newReplCluster(t, 3, 3, 1, clustertest.WithTiming(leaseTiming()), opt)
 	layout, err := shard.New(c.Addrs(), 1, 3, 0)
 	require.NoError(t, err)
@@ -48,6 +55,9 @@ func leaseScenario(t *testing.T, opt clustertest.Option) ([]porcupine.Operation,
 	require.Equal(t, wire.StatusOK, do(0, x, wire.Op{Code: wire.OpPut, Key: "k", Value: "old"}).Status)
 	require.Equal(t, wire.StatusOK, do(0, x, wire.Op{Code: wire.OpGet, Key: "k"}).Status)
 	c.Isolate(x, true)
+	if steps.afterCut != nil {
+		steps.afterCut(c, x)
+	}
 	var other int
 	require.Eventually(t, func() bool {
 		for i := range c.Addrs() {
@@ -83,7 +93,7 @@ func TestReplicatedLeaseReadsStayLinearizable(t *testing.T) {
 		t.Skip("needs elections")
 	}
 	t.Run("lease", func(t *testing.T) {
-		ops, answered := leaseScenario(t, clustertest.WithReadMode(kvs.ReadLease))
+		ops, answered := leaseScenario(t, leaseSteps{}, clustertest.WithReadMode(kvs.ReadLease))
 		require.Equal(t, porcupine.Ok, check(t, ops))
 		t.Logf("reads the cut-off leader answered: %d", answered)
 	})
@@ -93,8 +103,49 @@ func TestReplicatedLeaseReadsStayLinearizable(t *testing.T) {
 		// election and the write through the new leader can take that
 		// long; such a try proves nothing either way, and is made again.
 		for try := 1; ; try++ {
-			ops, answered := leaseScenario(t, plantLease(5*time.Second))
+			ops, answered := leaseScenario(t, leaseSteps{}, plantLease(5*time.Second))
 			if tryAgain(t, try, 3, answered == 0, "the cut-off leader stopped leading before the reads") {
+				continue
+			}
+			require.Positive(t, answered, "the cut-off leader answered no read in %d tries", try)
+			require.Equal(t, porcupine.Illegal, check(t, ops))
+			return
+		}
+	})
+}
+
+// TestReplicatedLeaseOutlastsHastyElections: with lease reads on, a
+// replica that heard from its leader within the silence threshold does
+// not stand when sent a TimeoutNow by anyone but that leader
+// (leasestand.go). The silence check sends its own replica one, a moment
+// after it found a majority silent; here the test sends one to a
+// follower right after the leader x took a write (renewing its lease,
+// the follower acknowledging it) and was cut off. It is refused, the
+// silence check elects a new leader later, after x's lease, and x's reads
+// stay linearizable. With the rule planted off
+// (bugswitch.HastyElections) the follower stands and is elected at once,
+// within x's lease, and x serves the old value after the new leader took
+// a write: the checker must say so.
+func TestReplicatedLeaseOutlastsHastyElections(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs elections")
+	}
+	a := newAttacker(t, nil)
+	var sent error
+	hasty := leaseSteps{afterCut: func(c *replCluster, x int) { sent = a.timeoutNow(c.Addrs()[(x+1)%3]) }}
+	t.Run("refused", func(t *testing.T) {
+		ops, answered := leaseScenario(t, hasty, clustertest.WithReadMode(kvs.ReadLease))
+		require.ErrorContains(t, sent, "silence threshold")
+		require.Equal(t, porcupine.Ok, check(t, ops))
+		t.Logf("reads the cut-off leader answered: %d", answered)
+	})
+	t.Run("planted", func(t *testing.T) {
+		bugswitch.HastyElections.Store(true)
+		defer bugswitch.HastyElections.Store(false)
+		for try := 1; ; try++ {
+			ops, answered := leaseScenario(t, hasty, clustertest.WithReadMode(kvs.ReadLease))
+			require.NoError(t, sent, "the follower must stand with the rule planted off")
+			if tryAgain(t, try, 3, answered == 0, "the new leader took its write after the cut-off leader's lease") {
 				continue
 			}
 			require.Positive(t, answered, "the cut-off leader answered no read in %d tries", try)

@@ -16,3 +16,10 @@ var UncheckedData atomic.Bool
 // catch: its replicas never compare their content with their peers', so
 // damage no checksum caught goes on being served.
 var NoStartupCheck atomic.Bool
+
+// HastyElections plants the bug that a replica's lease rule for standing
+// exists to prevent (kvs/replica/leadership/leasestand.go): with lease
+// reads on, a replica that has just heard from its leader still stands at
+// once when sent a TimeoutNow, so another leader can be elected within
+// the old one's lease.
+var HastyElections atomic.Bool

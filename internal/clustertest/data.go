@@ -1,10 +1,12 @@
 package clustertest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -88,6 +90,7 @@ func Linearizable(t testing.TB, ops []porcupine.Operation) porcupine.CheckResult
 	require.NoError(t, err)
 	if res == porcupine.Illegal {
 		t.Logf("history is not linearizable; visualization written to %s", path)
+		logSmallHistory(t, ops)
 		t.Cleanup(func() {
 			if !t.Failed() {
 				_ = os.Remove(path)
@@ -95,4 +98,50 @@ func Linearizable(t testing.TB, ops []porcupine.Operation) porcupine.CheckResult
 		})
 	}
 	return res
+}
+
+// historyLines is the most lines a failed check writes to the test log:
+// the visualization stays on the machine that ran the test, and a short
+// account in the log shows a CI failure without it.
+const historyLines = 64
+
+// logSmallHistory writes the history to the test log in call order, one
+// line per op, or per run of one client's ops that read alike (a loop of
+// reads), with call and return in milliseconds from the first call. A
+// history that needs more than historyLines lines is not written.
+func logSmallHistory(t testing.TB, ops []porcupine.Operation) {
+	t.Helper()
+	if len(ops) == 0 {
+		return
+	}
+	ops = slices.Clone(ops)
+	slices.SortStableFunc(ops, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
+	first := ops[0].Call
+	ms := func(at int64) string {
+		if at == linz.Unknown {
+			return "never"
+		}
+		return fmt.Sprintf("%.3f ms", float64(at-first)/1e6)
+	}
+	var lines []string
+	for i := 0; i < len(ops); {
+		desc := linz.Describe(ops[i].Input.(linz.Input), ops[i].Output.(linz.Output))
+		j := i + 1
+		for j < len(ops) && ops[j].ClientId == ops[i].ClientId &&
+			linz.Describe(ops[j].Input.(linz.Input), ops[j].Output.(linz.Output)) == desc {
+			j++
+		}
+		times := ""
+		if j-i > 1 {
+			times = fmt.Sprintf(" ×%d", j-i)
+		}
+		lines = append(lines, fmt.Sprintf("client %d: %s%s, called %s, returned %s", ops[i].ClientId, desc, times, ms(ops[i].Call), ms(ops[j-1].Return)))
+		if len(lines) > historyLines {
+			return
+		}
+		i = j
+	}
+	for _, l := range lines {
+		t.Log(l)
+	}
 }

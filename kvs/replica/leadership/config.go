@@ -73,7 +73,7 @@ func (cfg *Config) validate() error {
 	}
 	cfg.Timing = cfg.Timing.WithDefaults()
 	if cfg.Lease == nil {
-		cfg.Lease = NewLease(false, 0)
+		cfg.Lease = NewLease(false, 0, 0)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

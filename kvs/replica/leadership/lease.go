@@ -22,8 +22,12 @@ import (
 //     firewall that rejects could do: it is off in Lease mode, and a
 //     crashed leader is replaced by the silence check instead (after about
 //     700 ms rather than 200 ms);
-//   - a hand-back (handbackwatch.go) is this leader's own doing: it gives up
-//     its Lease before it starts one.
+//   - a hand-back (handbackwatch.go), or another leadership transfer, is
+//     this leader's own doing: it gives up its Lease before it starts one,
+//     and renews it afterwards only with entries appended once the
+//     target's hasty election round is over (Resume);
+//   - any other TimeoutNow, which makes a replica stand at once, is refused
+//     while the replica still hears from a leader (leasestand.go).
 //
 // So until t0 + LeaseRead no other leader can have been elected, provided
 // LeaseRead, stretched by the worst difference between the servers'
@@ -37,6 +41,10 @@ import (
 type Lease struct {
 	on  bool
 	dur time.Duration
+	// quarantine is how long after a Resume the entries appended do not
+	// renew the lease: the round of the hasty election a transfer may
+	// have started.
+	quarantine time.Duration
 	// base is the origin of until: readings of the monotonic clock.
 	base time.Time
 
@@ -44,12 +52,15 @@ type Lease struct {
 	until   atomic.Int64  // nanoseconds since base at which the lease ends
 	term    atomic.Uint64 // the term the lease was granted in
 	stopped atomic.Bool   // given up for a leadership transfer
+	fence   atomic.Int64  // entries appended before it (a reading of Now) renew nothing
 }
 
 // NewLease returns a lease that lasts d after each renewal; off, it is
-// never valid and renewals do nothing.
-func NewLease(on bool, d time.Duration) *Lease {
-	return &Lease{on: on, dur: d, base: time.Now()}
+// never valid and renewals do nothing. electionTimeout is Raft's: after
+// a leadership transfer the lease is renewed only by entries appended
+// twice that long after it (Resume).
+func NewLease(on bool, d, electionTimeout time.Duration) *Lease {
+	return &Lease{on: on, dur: d, quarantine: 2 * electionTimeout, base: time.Now()}
 }
 
 // On reports whether lease reads are on.
@@ -66,7 +77,7 @@ func (l *Lease) Renew(start int64, term uint64) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.stopped.Load() {
+	if l.stopped.Load() || start < l.fence.Load() {
 		return
 	}
 	if l.term.Load() != term {
@@ -86,8 +97,22 @@ func (l *Lease) GiveUp() {
 	l.until.Store(0)
 }
 
-// Resume accepts renewals again.
-func (l *Lease) Resume() { l.stopped.Store(false) }
+// Resume accepts renewals again, after a leadership transfer, but only
+// by entries appended from the end of the quarantine on. The transfer may
+// have made its target stand even when it reported failure (its
+// TimeoutNow can arrive and its answer be lost), and for one election
+// round, at most twice the election timeout, the target's vote requests
+// carry the transfer flag, which voters grant at once however recently
+// they heard from this leader: a majority could elect it while another
+// majority acknowledged this leader's new entries. After that round a
+// candidate needs voters that have heard from no leader for a heartbeat
+// timeout.
+func (l *Lease) Resume() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.fence.Store(l.Now() + int64(l.quarantine))
+	l.stopped.Store(false)
+}
 
 // Valid reports whether the lease holds now in term.
 func (l *Lease) Valid(term uint64) bool {

@@ -60,6 +60,7 @@ func New(cfg Config) (*Node, error) {
 		suspect: make(chan struct{}, 1), observed: make(chan raft.Observation, 64), stop: make(chan struct{})}
 	cfg.Guard.mayStand = n.mayStand
 	cfg.Guard.abstain = cfg.Rebuilding
+	cfg.Guard.refuseHaste = n.refuseHaste
 	return n, nil
 }
 

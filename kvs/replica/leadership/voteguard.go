@@ -12,9 +12,11 @@ import (
 	"github.com/batchkv/batchkv/kvs/replica/transport"
 )
 
-// Guard is a shard's Raft transport with one rule of its own: it
-// answers the pre-votes that failover.RefusePreVote refuses, with a
-// refusal, before Raft sees them. Every other RPC goes to Raft unchanged.
+// Guard is a shard's Raft transport with rules of its own: it answers
+// the pre-votes that failover.RefusePreVote refuses, with a refusal,
+// before Raft sees them; and with lease reads on, it refuses a TimeoutNow
+// while the replica still hears from a leader (leasestand.go). Every
+// other RPC goes to Raft unchanged.
 type Guard struct {
 	*transport.Network
 	rpcs chan raft.RPC
@@ -25,9 +27,12 @@ type Guard struct {
 	// election (diskfull.go): if not, it refuses TimeoutNow, and its
 	// vote requests fail.
 	mayStand func() bool
-	stop     chan struct{}
-	once     sync.Once
-	wg       sync.WaitGroup
+	// refuseHaste, when set, refuses a TimeoutNow that the lease rule
+	// forbids (leasestand.go).
+	refuseHaste func(*raft.TimeoutNowRequest) error
+	stop        chan struct{}
+	once        sync.Once
+	wg          sync.WaitGroup
 }
 
 // NewGuard wraps t, the network transport of a shard's Raft node.
@@ -62,6 +67,12 @@ func (t *Guard) start(stands func(), voteRequest func(*raft.RequestVoteRequest),
 				if t.mayStand != nil && !t.mayStand() {
 					rpc.Respond(nil, errFullNoStand)
 					continue
+				}
+				if t.refuseHaste != nil {
+					if err := t.refuseHaste(req); err != nil {
+						rpc.Respond(nil, err)
+						continue
+					}
 				}
 				stands()
 			case *raft.RequestVoteRequest:
