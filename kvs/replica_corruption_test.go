@@ -238,7 +238,8 @@ func corruptionTrial(t *testing.T, cc corruptionCase, leaderVictim bool) corrupt
 }
 
 // replicasAgree waits until the shard's three replicas have applied the
-// same index, and says whether their digests and key counts agree.
+// same index, with their stores at the same entry, and says whether their
+// digests and key counts agree.
 func replicasAgree(t *testing.T, c *replCluster, keys int) bool {
 	t.Helper()
 	var agree bool
@@ -259,10 +260,15 @@ func replicasAgree(t *testing.T, c *replCluster, keys int) bool {
 		var digests []wire.ShardStatus
 		for i := range c.Addrs() {
 			st, err := c.Admin().Status(c.Addrs()[i], wire.StatusRequest{Digest: true}, time.Second)
-			if err != nil || len(st.Shards) != 1 || st.Shards[0].Applied != reps[0].Applied {
+			if err != nil || len(st.Shards) != 1 || st.Shards[0].Applied != reps[0].Applied || st.Shards[0].ContentMoving {
 				return false
 			}
 			digests = append(digests, st.Shards[0])
+		}
+		for _, d := range digests {
+			if d.StoreIndex != digests[0].StoreIndex {
+				return false // a store still applying what Raft counts applied
+			}
 		}
 		agree = true
 		for _, d := range digests {
