@@ -19,21 +19,30 @@ const (
 // CheckConvergence waits until every replica of every shard has applied
 // the same entries, then records whether the shards' digests agree.
 // statuses returns every running replica's status (with its digest), by
-// shard; an error says which server did not answer.
+// shard; an error says which server did not answer. The check's figure
+// says how many polls found the replicas at one Raft index with a store
+// behind it (replcheck.Verdict.StoresApart).
 func (r *Result) CheckConvergence(statuses func() (map[int][]wire.ShardStatus, error), shards, rf int) {
 	const name, target = "replicas converge", "same digest on every replica of every shard"
 	deadline := time.Now().Add(convergeWithin)
 	var last string
+	apart := 0
 	for time.Now().Before(deadline) {
 		byShard, err := statuses()
 		if err != nil {
 			last = err.Error()
 		} else {
-			settled, agree, desc := CompareReplicas(byShard, shards, rf)
-			last = desc
-			if settled {
-				r.Check(name, target, desc, agree)
+			c := CompareReplicas(byShard, shards, rf)
+			last = c.Desc
+			if c.Settled {
+				if apart > 0 {
+					c.Desc += fmt.Sprintf(" (after %d polls found a store behind Raft's applied index)", apart)
+				}
+				r.Check(name, target, c.Desc, c.Agree)
 				return
+			}
+			if c.StoresApart {
+				apart++
 			}
 		}
 		time.Sleep(convergePoll)
@@ -41,11 +50,21 @@ func (r *Result) CheckConvergence(statuses func() (map[int][]wire.ShardStatus, e
 	r.Check(name, target, "did not settle in 30s: "+last, false)
 }
 
-// CompareReplicas says whether every shard's replicas have applied the
-// same index (settled), and if so whether their digests agree
-// (replcheck.Compare, as kvsctl verify compares them).
-func CompareReplicas(byShard map[int][]wire.ShardStatus, shards, rf int) (settled, agree bool, desc string) {
-	agree = true
+// Comparison is what comparing every shard's replicas found.
+type Comparison struct {
+	// Settled says every shard's replicas stood at one entry (and so
+	// were compared), Agree that their digests agreed.
+	Settled, Agree bool
+	// StoresApart says a shard was not settled only because a store
+	// was behind the entries Raft counts applied.
+	StoresApart bool
+	Desc        string
+}
+
+// CompareReplicas compares every shard's replicas (replcheck.Compare, as
+// kvsctl verify compares them).
+func CompareReplicas(byShard map[int][]wire.ShardStatus, shards, rf int) Comparison {
+	c := Comparison{Agree: true}
 	var parts []string
 	for sh := range shards {
 		var reps []replcheck.Replica
@@ -54,10 +73,11 @@ func CompareReplicas(byShard map[int][]wire.ShardStatus, shards, rf int) (settle
 		}
 		v := replcheck.Compare(sh, reps, rf)
 		if !v.Settled {
-			return false, false, v.Desc
+			return Comparison{StoresApart: v.StoresApart, Desc: v.Desc}
 		}
-		agree = agree && v.OK()
+		c.Agree = c.Agree && v.OK()
 		parts = append(parts, v.Desc)
 	}
-	return true, agree, strings.Join(parts, "; ")
+	c.Settled, c.Desc = true, strings.Join(parts, "; ")
+	return c
 }

@@ -28,6 +28,10 @@ type Verdict struct {
 	// entry (Index): only then are their digests comparable.
 	Settled bool
 	Index   uint64
+	// StoresApart says the replicas had applied the same entries by
+	// Raft's count, but a store was behind that, or changing during each
+	// scan: not settled yet.
+	StoresApart bool
 	// Differs lists the replicas whose digest or key count differs from
 	// the one most of them have (all of them when no two agree).
 	Differs []string
@@ -53,12 +57,14 @@ func Compare(shard int, reps []Replica, rf int) Verdict {
 		switch first := reps[0].Status; {
 		case r.Status.ContentMoving:
 			v.Desc = fmt.Sprintf("shard %d: %s was applying entries during each scan of its store", shard, r.Addr)
+			v.StoresApart = true
 			return v
 		case r.Status.Applied != first.Applied:
 			v.Desc = fmt.Sprintf("shard %d: applied %d and %d", shard, first.Applied, r.Status.Applied)
 			return v
 		case r.Status.StoreIndex != first.StoreIndex:
 			v.Desc = fmt.Sprintf("shard %d: applied %d, stores at %d and %d", shard, first.Applied, first.StoreIndex, r.Status.StoreIndex)
+			v.StoresApart = true
 			return v
 		}
 	}

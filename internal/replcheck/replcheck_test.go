@@ -41,11 +41,13 @@ func TestCompareWaitsForTheStores(t *testing.T) {
 	behind.Status.StoreIndex = 4
 	v := Compare(0, []Replica{rep("a", 5, 1), behind, rep("c", 5, 1)}, 3)
 	require.False(t, v.Settled, v.Desc)
+	require.True(t, v.StoresApart)
 	require.Contains(t, v.Desc, "stores at 5 and 4")
 	moving := rep("b", 5, 2)
 	moving.Status.ContentMoving = true
 	v = Compare(0, []Replica{rep("a", 5, 1), moving, rep("c", 5, 1)}, 3)
 	require.False(t, v.Settled, v.Desc)
+	require.True(t, v.StoresApart)
 	require.Contains(t, v.Desc, "b was applying entries")
 	v = Compare(0, []Replica{rep("a", 5, 1), rep("b", 5, 2), rep("c", 5, 1)}, 3)
 	require.Equal(t, []string{"b"}, v.Differs, v.Desc)
