@@ -134,10 +134,20 @@ func TestReplicatedLeaseOutlastsHastyElections(t *testing.T) {
 	var sent error
 	hasty := leaseSteps{afterCut: func(c *replCluster, x int) { sent = a.timeoutNow(c.Addrs()[(x+1)%3]) }}
 	t.Run("refused", func(t *testing.T) {
-		ops, answered := leaseScenario(t, hasty, clustertest.WithReadMode(kvs.ReadLease))
-		require.ErrorContains(t, sent, "silence threshold")
-		require.Equal(t, porcupine.Ok, check(t, ops))
-		t.Logf("reads the cut-off leader answered: %d", answered)
+		// On a loaded machine the TimeoutNow can come after the follower
+		// has not heard the leader for the threshold; it then stands, as
+		// it may. Such a try shows nothing of the refusal, and is made
+		// again; its history must be linearizable all the same.
+		for try := 1; ; try++ {
+			ops, answered := leaseScenario(t, hasty, clustertest.WithReadMode(kvs.ReadLease))
+			require.Equal(t, porcupine.Ok, check(t, ops))
+			t.Logf("reads the cut-off leader answered: %d", answered)
+			if tryAgain(t, try, 3, sent == nil, "the follower took the TimeoutNow, after the threshold") {
+				continue
+			}
+			require.ErrorContains(t, sent, "silence threshold")
+			return
+		}
 	})
 	t.Run("planted", func(t *testing.T) {
 		bugswitch.HastyElections.Store(true)

@@ -101,7 +101,7 @@ func openGroup(gc groupConfig) (g *Group, err error) {
 		log: gc.log.With("shard", gc.shard), notify: make(chan bool, 16),
 		stop: make(chan struct{}), heartbeat: gc.timing.HeartbeatTimeout, disk: gc.disk}
 	g.SetPlacement(gc.replicas)
-	g.lease = leadership.NewLease(gc.leases, gc.timing.LeaseRead, gc.timing.ElectionTimeout)
+	g.lease = leadership.NewLease(gc.leases, gc.timing.LeaseRead, leadership.TransferQuarantine(gc.timing.ElectionTimeout, transport.RPCTimeout))
 	g.gate = commitgate.New(commitgate.Config{Window: gc.timing.CommitWindow})
 	g.fsm = fsm.New(fsm.Config{NewStore: gc.newStore, SessionTTL: gc.sessionTT, SnapshotShare: gc.timing.SnapshotShare})
 	if gc.damaged == nil {

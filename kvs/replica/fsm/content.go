@@ -1,5 +1,7 @@
 package fsm
 
+import "math"
+
 // Raft hands committed entries to the state machine's goroutine and
 // counts them applied at once (raft.AppliedIndex), before Apply has run:
 // a replica that is catching up can report an applied index its store
@@ -26,19 +28,23 @@ func (f *Machine) applied(index uint64) {
 	f.changes.Add(1)
 }
 
+// unknownIndex is lastCommand after a restore from a snapshot written
+// without its index (by an earlier version), until the next command.
+const unknownIndex = math.MaxUint64
+
 // Content scans the store and returns what it holds. ok is false when an
-// Apply or Restore changed the store during the scan: the digest then
-// mixes two states, and the caller asks again.
+// Apply or Restore changed the store during the scan (the digest then
+// mixes two states, and the caller asks again), and while the store came
+// from a snapshot that did not say which entry it holds, until the next
+// command is applied.
 func (f *Machine) Content() (c Content, ok bool) {
 	before := f.changes.Load()
 	if before%2 == 1 {
 		return Content{}, false
 	}
-	c.Index = f.lastCommand.Load()
+	if c.Index = f.lastCommand.Load(); c.Index == unknownIndex {
+		return Content{}, false
+	}
 	c.Digest, c.Keys = f.digest(), f.current().Len()
 	return c, f.changes.Load() == before
 }
-
-// AppliedCommand returns the index of the last command entry applied to
-// the store (Content.Index), without scanning it.
-func (f *Machine) AppliedCommand() uint64 { return f.lastCommand.Load() }

@@ -2,7 +2,6 @@ package fsm
 
 import (
 	"bytes"
-	"encoding/binary"
 	"io"
 	"testing"
 	"time"
@@ -17,8 +16,11 @@ import (
 // TestContentStandsAtTheLastCommand: Content names the last command
 // entry applied (entries without commands leave it), with the digest
 // and key count of the store as that entry left it; a snapshot carries
-// the index to the replica that restores it, and a snapshot of the
-// format before ("BKVSNAP2") restores at index 0.
+// the index to the replica that restores it, in a trailer that a server
+// of an earlier version does not read. A snapshot without the trailer
+// (written by such a server) leaves the index unknown, and Content
+// refuses to describe the store, until the next command; a torn trailer
+// is refused.
 func TestContentStandsAtTheLastCommand(t *testing.T) {
 	f := newTestFSM()
 	c, ok := f.Content()
@@ -37,21 +39,24 @@ func TestContentStandsAtTheLastCommand(t *testing.T) {
 	var sink memSink
 	require.NoError(t, snap.Persist(&sink))
 	snap.Release()
+	written := sink.Bytes()
 	dst := newTestFSM()
-	require.NoError(t, dst.Restore(io.NopCloser(&sink)))
+	require.NoError(t, dst.Restore(io.NopCloser(bytes.NewReader(written))))
 	got, ok := dst.Content()
 	require.True(t, ok)
 	require.Equal(t, c, got, "the snapshot holds the store at entry 5, not 7")
 
-	b := []byte(snapshotMagicV2)
-	b = binary.AppendUvarint(b, 0)
-	b = append(b, 1, 1, 'k', 1, 'v', 0)
 	old := newTestFSM()
 	applyBatch(t, old, 9, 0, 0, wire.Op{Code: wire.OpPut, Key: "x", Value: "y"})
-	require.NoError(t, old.Restore(io.NopCloser(bytes.NewReader(b))))
+	require.NoError(t, old.Restore(io.NopCloser(bytes.NewReader(written[:len(written)-8]))))
+	_, ok = old.Content()
+	require.False(t, ok, "a store restored without its index was described as at an entry")
+	applyBatch(t, old, 10, 0, 0, wire.Op{Code: wire.OpPut, Key: "d", Value: "4"})
 	got, ok = old.Content()
 	require.True(t, ok)
-	require.Equal(t, Content{Index: 0, Digest: old.digest(), Keys: 1}, got)
+	require.Equal(t, Content{Index: 10, Digest: old.digest(), Keys: 3}, got)
+
+	require.ErrorContains(t, newTestFSM().Restore(io.NopCloser(bytes.NewReader(written[:len(written)-3]))), "snapshot index")
 }
 
 // holdingStore is a store whose puts wait, once entered is told, until

@@ -83,8 +83,8 @@ func TestRestoreRefusesOversizePairs(t *testing.T) {
 		{"a 1 TiB value", 1, 1 << 40},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			b := binary.LittleEndian.AppendUint64([]byte(snapshotMagic), 0) // index 0
-			b = binary.AppendUvarint(b, 0)                                  // no sessions
+			b := []byte(snapshotMagic)
+			b = binary.AppendUvarint(b, 0) // no sessions
 			b = append(b, 1)
 			b = binary.AppendUvarint(b, c.key)
 			if c.key <= wire.MaxKeyBytes {

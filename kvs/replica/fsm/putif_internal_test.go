@@ -127,7 +127,7 @@ func TestRestoreRefusesOversizeOutcomes(t *testing.T) {
 		"value too large":   binary.AppendUvarint([]byte{1, byte(wire.StatusOK)}, wire.MaxValueBytes+1),
 	} {
 		t.Run(name, func(t *testing.T) {
-			b := binary.LittleEndian.AppendUint64([]byte(snapshotMagic), 0) // index 0
+			b := []byte(snapshotMagic)
 			b = binary.AppendUvarint(b, 1)
 			b = binary.LittleEndian.AppendUint64(b, 7)
 			b = binary.AppendUvarint(b, 1)

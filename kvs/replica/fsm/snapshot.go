@@ -16,15 +16,17 @@ import (
 
 // A shard's snapshot is a stream:
 //
-//	magic "BKVSNAP3" | index u64 | nSessions uvarint |
+//	magic "BKVSNAP2" | nSessions uvarint |
 //	nSessions × (id u64 | seq uvarint | last i64 | nOutcomes uvarint | nOutcomes × (status u8 | valueLen uvarint | value)) |
-//	pairs × (1 | keyLen uvarint | key | valueLen uvarint | value) | 0
+//	pairs × (1 | keyLen uvarint | key | valueLen uvarint | value) | 0 | index u64
 //
-// index is the last command entry the snapshot holds (Content.Index).
-// The second format, "BKVSNAP2", had no index: a replica restored from
-// one reports index 0 until its next command. The first, "BKVSNAP1",
-// kept no outcomes either (a session's was only id, seq and last).
-// Restore reads all three.
+// index, the last command entry the snapshot holds (Content.Index),
+// trails the pairs: a server of an earlier version, which stops reading
+// at the 0, restores the snapshot as before, so servers can be upgraded
+// one at a time. A snapshot without it, written by such a server,
+// restores with the index unknown until the next command. The first
+// format, "BKVSNAP1", kept no outcomes (a session's was only id, seq
+// and last), nor the index; Restore still reads it.
 //
 // Raft calls Snapshot from the FSM goroutine, so applies wait while it
 // runs, and Persist afterwards, while applies go on. Snapshot therefore
@@ -34,14 +36,10 @@ import (
 // version did, held applies for the copy of every key: 41% of a server's
 // CPU in the replicated standard run, and seconds with no progress. A
 // store that cannot freeze (SyncMap) is still copied in Snapshot.
-const snapshotMagic = "BKVSNAP3"
+const snapshotMagic = "BKVSNAP2"
 
-// snapshotMagicV2 and snapshotMagicV1 open snapshots of the earlier
-// formats: without the index, and without outcomes either.
-const (
-	snapshotMagicV2 = "BKVSNAP2"
-	snapshotMagicV1 = "BKVSNAP1"
-)
+// snapshotMagicV1 opens a snapshot of the first format, without outcomes.
+const snapshotMagicV1 = "BKVSNAP1"
 
 // pairs is what a snapshot reads its keys and values from.
 type pairs interface {
@@ -88,7 +86,6 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	s.pace.start()
 	b := make([]byte, 0, 64)
 	b = append(b, snapshotMagic...)
-	b = binary.LittleEndian.AppendUint64(b, s.index)
 	b = binary.AppendUvarint(b, uint64(len(s.sessions)))
 	_, err := w.Write(b)
 	for id, ses := range s.sessions {
@@ -126,6 +123,9 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 		err = w.WriteByte(0)
 	}
 	if err == nil {
+		_, err = w.Write(binary.LittleEndian.AppendUint64(b[:0], s.index))
+	}
+	if err == nil {
 		err = w.Flush()
 	}
 	if err != nil {
@@ -153,19 +153,11 @@ func (f *Machine) Restore(rc io.ReadCloser) error {
 	if _, err := io.ReadFull(r, head); err != nil {
 		return fmt.Errorf("replica: snapshot header: %w", err)
 	}
-	magic := string(head)
-	if magic != snapshotMagic && magic != snapshotMagicV2 && magic != snapshotMagicV1 {
+	if string(head) != snapshotMagic && string(head) != snapshotMagicV1 {
 		return errors.New("replica: not a shard snapshot")
 	}
-	withOutcomes := magic != snapshotMagicV1
+	withOutcomes := string(head) == snapshotMagic
 	var word [8]byte
-	var index uint64
-	if magic == snapshotMagic {
-		if _, err := io.ReadFull(r, word[:]); err != nil {
-			return fmt.Errorf("replica: snapshot index: %w", err)
-		}
-		index = binary.LittleEndian.Uint64(word[:])
-	}
 	n, err := binary.ReadUvarint(r)
 	if err != nil {
 		return fmt.Errorf("replica: snapshot sessions: %w", err)
@@ -208,6 +200,13 @@ func (f *Machine) Restore(rc io.ReadCloser) error {
 			return err
 		}
 		store.PutBytes(st, key, value)
+	}
+	index := uint64(unknownIndex)
+	switch n, err := io.ReadFull(r, word[:]); {
+	case err == nil:
+		index = binary.LittleEndian.Uint64(word[:])
+	case n > 0 || !errors.Is(err, io.EOF):
+		return fmt.Errorf("replica: snapshot index: %w", err)
 	}
 	f.sessions = sessions
 	f.changes.Add(1)

@@ -56,11 +56,19 @@ type Lease struct {
 }
 
 // NewLease returns a lease that lasts d after each renewal; off, it is
-// never valid and renewals do nothing. electionTimeout is Raft's: after
-// a leadership transfer the lease is renewed only by entries appended
-// twice that long after it (Resume).
-func NewLease(on bool, d, electionTimeout time.Duration) *Lease {
-	return &Lease{on: on, dur: d, quarantine: 2 * electionTimeout, base: time.Now()}
+// never valid and renewals do nothing. After a leadership transfer the
+// lease is renewed only by entries appended quarantine after it (Resume;
+// TransferQuarantine).
+func NewLease(on bool, d, quarantine time.Duration) *Lease {
+	return &Lease{on: on, dur: d, quarantine: quarantine, base: time.Now()}
+}
+
+// TransferQuarantine is how long after a leadership transfer its target
+// may still be elected at once: its TimeoutNow may arrive as late as the
+// RPC's deadline (rpcTimeout), and its election round then lasts up to
+// twice Raft's election timeout.
+func TransferQuarantine(electionTimeout, rpcTimeout time.Duration) time.Duration {
+	return rpcTimeout + 2*electionTimeout
 }
 
 // On reports whether lease reads are on.
@@ -99,14 +107,16 @@ func (l *Lease) GiveUp() {
 
 // Resume accepts renewals again, after a leadership transfer, but only
 // by entries appended from the end of the quarantine on. The transfer may
-// have made its target stand even when it reported failure (its
-// TimeoutNow can arrive and its answer be lost), and for one election
-// round, at most twice the election timeout, the target's vote requests
-// carry the transfer flag, which voters grant at once however recently
-// they heard from this leader: a majority could elect it while another
+// make its target stand even when it reported failure (its TimeoutNow
+// can arrive late, up to its RPC's deadline), and for one election round,
+// at most twice the election timeout, the target's vote requests carry
+// the transfer flag, which voters grant at once however recently they
+// heard from this leader: a majority could elect it while another
 // majority acknowledged this leader's new entries. After that round a
 // candidate needs voters that have heard from no leader for a heartbeat
-// timeout.
+// timeout. (A TimeoutNow that the network holds past its RPC's deadline
+// and delivers later is not covered.) Until the quarantine ends, reads
+// take a barrier, which renews nothing either.
 func (l *Lease) Resume() {
 	l.mu.Lock()
 	defer l.mu.Unlock()

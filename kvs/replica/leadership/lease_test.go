@@ -9,10 +9,11 @@ import (
 
 // TestLeaseAfterATransfer: a lease given up for a leadership transfer is
 // not renewed meanwhile, and once resumed only by entries appended after
-// the quarantine of two election timeouts, while the transfer's target
-// may still be elected at once; entries appended later renew it again.
+// the quarantine (the transfer RPC's deadline and two election
+// timeouts), while the transfer's target may still be elected at once;
+// entries appended later renew it again.
 func TestLeaseAfterATransfer(t *testing.T) {
-	l := NewLease(true, 400*time.Millisecond, 100*time.Millisecond)
+	l := NewLease(true, 400*time.Millisecond, TransferQuarantine(50*time.Millisecond, 100*time.Millisecond))
 	l.Renew(l.Now(), 3)
 	require.True(t, l.Valid(3))
 	require.False(t, l.Valid(4), "a lease holds only in the term it was granted in")

@@ -41,7 +41,9 @@ var errLeaderHeard = errors.New("leadership: refused to stand: a leader was hear
 
 // leaderHeardWithin returns how long this replica must still wait before
 // it may stand at a TimeoutNow that its leader did not send: the rest of
-// the silence threshold since it last heard from a leader. Zero with
+// the silence threshold since it last heard from a leader, by Raft's
+// account or, later, when the guard last passed on a leader's request
+// that Raft may still be handling. Zero with
 // lease reads off, or the rule planted off (bugswitch.HastyElections),
 // and on the leader.
 func (n *Node) leaderHeardWithin() time.Duration {
@@ -49,6 +51,9 @@ func (n *Node) leaderHeardWithin() time.Duration {
 		return 0
 	}
 	last := n.raft.LastContact()
+	if sent := n.transport.lastLeaderRequest(); sent.After(last) {
+		last = sent // passed on, maybe not handled yet
+	}
 	if last.IsZero() {
 		return 0
 	}

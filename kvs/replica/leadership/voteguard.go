@@ -3,6 +3,7 @@ package leadership
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -30,14 +31,19 @@ type Guard struct {
 	// refuseHaste, when set, refuses a TimeoutNow that the lease rule
 	// forbids (leasestand.go).
 	refuseHaste func(*raft.TimeoutNowRequest) error
-	stop        chan struct{}
-	once        sync.Once
-	wg          sync.WaitGroup
+	// leaderSent is when the guard last passed an AppendEntries or
+	// InstallSnapshot on to Raft: nanoseconds since epoch, by the
+	// monotonic clock (0: never).
+	leaderSent atomic.Int64
+	epoch      time.Time
+	stop       chan struct{}
+	once       sync.Once
+	wg         sync.WaitGroup
 }
 
 // NewGuard wraps t, the network transport of a shard's Raft node.
 func NewGuard(t *transport.Network) *Guard {
-	return &Guard{Network: t, rpcs: make(chan raft.RPC), stop: make(chan struct{})}
+	return &Guard{Network: t, rpcs: make(chan raft.RPC), stop: make(chan struct{}), epoch: time.Now()}
 }
 
 // Consumer returns the RPCs for Raft.
@@ -82,6 +88,11 @@ func (t *Guard) start(stands func(), voteRequest func(*raft.RequestVoteRequest),
 					rpc.Respond(resp, nil)
 					continue
 				}
+			case *raft.AppendEntriesRequest, *raft.InstallSnapshotRequest:
+				// Raft notes the contact only once it has handled the
+				// request (stored its entries): a TimeoutNow taken off
+				// the queue meanwhile must count it already.
+				t.leaderSent.Store(int64(time.Since(t.epoch)))
 			}
 			select {
 			case t.rpcs <- rpc:
@@ -229,4 +240,13 @@ func refuseWhileRebuilding(rpc raft.RPC) bool {
 		return false
 	}
 	return true
+}
+
+// lastLeaderRequest returns when the guard last passed a leader's request
+// (AppendEntries, InstallSnapshot) on to Raft; zero if never.
+func (t *Guard) lastLeaderRequest() time.Time {
+	if at := t.leaderSent.Load(); at != 0 {
+		return t.epoch.Add(time.Duration(at))
+	}
+	return time.Time{}
 }

@@ -12,9 +12,9 @@ const (
 	// transportPool is how many idle connections to each peer the Raft
 	// transport keeps for reuse.
 	transportPool = 3
-	// transportTimeout bounds each Raft RPC's write, and a snapshot
-	// chunk's.
-	transportTimeout = 10 * time.Second
+	// RPCTimeout bounds each Raft RPC (the deadline of its connection),
+	// and a snapshot chunk's write.
+	RPCTimeout = 10 * time.Second
 	// rpcsInFlight is how many AppendEntries RPCs a leader keeps in
 	// flight to each follower. An entry that finds every slot taken waits
 	// for the oldest RPC's answer: with S slots on a round trip of D, the
@@ -36,6 +36,6 @@ const (
 // MaxAppendBytes (Network).
 func NewNetwork(s *Stream, logger hclog.Logger) *Network {
 	return &Network{raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream: s, MaxPool: transportPool, MaxRPCsInFlight: rpcsInFlight, Timeout: transportTimeout, Logger: logger,
+		Stream: s, MaxPool: transportPool, MaxRPCsInFlight: rpcsInFlight, Timeout: RPCTimeout, Logger: logger,
 	})}
 }
