@@ -54,6 +54,7 @@ func leaseScenario(t *testing.T, steps leaseSteps, opt clustertest.Option) ([]po
 	x := c.WaitPreferredLeader(layout, 0)
 	require.Equal(t, wire.StatusOK, do(0, x, wire.Op{Code: wire.OpPut, Key: "k", Value: "old"}).Status)
 	require.Equal(t, wire.StatusOK, do(0, x, wire.Op{Code: wire.OpGet, Key: "k"}).Status)
+	before := shardState(c, x)
 	c.Isolate(x, true)
 	if steps.afterCut != nil {
 		steps.afterCut(c, x)
@@ -75,10 +76,25 @@ func leaseScenario(t *testing.T, steps leaseSteps, opt clustertest.Option) ([]po
 			answered++
 		}
 	}
+	// Where the cut-off leader stood before the cut and after its reads,
+	// and where the new one stands: a run that fails shows in the log
+	// whether the cut-off leader went on committing.
+	t.Logf("cut-off leader %d before the cut: %s; after its reads: %s; new leader %d: %s",
+		x, before, shardState(c, x), other, shardState(c, other))
 	for i := range c.Addrs() {
 		c.Stop(i)
 	}
 	return h.Ops(), answered
+}
+
+// shardState describes server i's replica of shard 0 in a line.
+func shardState(c *replCluster, i int) string {
+	st, err := c.Status(i)
+	if err != nil || len(st.Shards) == 0 {
+		return fmt.Sprintf("no status (%v)", err)
+	}
+	s := st.Shards[0]
+	return fmt.Sprintf("%s in term %d, last %d, commit %d, applied %d, since contact %v", s.State, s.Term, s.LastIndex, s.Commit, s.Applied, s.SinceContact)
 }
 
 // TestReplicatedLeaseReadsStayLinearizable: with lease reads a leader cut
