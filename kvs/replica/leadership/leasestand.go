@@ -23,8 +23,7 @@ import (
 // leader again, acknowledge an entry that renews the leader's lease, and
 // then stand, and win: a new leader within the old one's lease, which
 // then serves a stale read. A leader that stalls long enough to look
-// silent on a loaded machine opens that window (the one path found that
-// fits a CI failure of the lease test).
+// silent on a loaded machine opens that window.
 //
 // So with lease reads on, a replica that is not the leader refuses a
 // TimeoutNow from anyone but the leader it knows while it has heard from
