@@ -9,6 +9,7 @@ import (
 	"github.com/batchkv/batchkv/kvs/replica/commitgate"
 	"github.com/batchkv/batchkv/kvs/replica/failover"
 	"github.com/batchkv/batchkv/kvs/replica/fsm"
+	"github.com/batchkv/batchkv/kvs/replica/leadership"
 	"github.com/batchkv/batchkv/kvs/replica/logbound"
 	"github.com/batchkv/batchkv/kvs/replica/logcache"
 	"github.com/batchkv/batchkv/kvs/replica/raftstore"
@@ -221,19 +222,10 @@ const (
 // peers take to learn it is full.
 const diskReserve = 4 * raftstore.WALSegmentSize
 
-// leaseWindowFactor is how much the lease is stretched, at most, by
-// clocks that run at different rates: Open checks that
-// LeaseRead × leaseWindowFactor fits under the silence threshold.
-const leaseWindowFactor = 1.5
-
-// checkLease returns an error if t's lease is too long to be safe.
+// checkLease returns an error if t's lease is too long to be safe
+// (leadership.CheckLease).
 func checkLease(t Timing) error {
-	silence := t.HeartbeatTimeout - t.Failover.WithDefaults().SilenceSlack
-	if t.LeaseRead <= 0 || time.Duration(float64(t.LeaseRead)*leaseWindowFactor) > silence {
-		return fmt.Errorf("replica: lease %v: want it above 0 and at most %v (the %v of silence after which followers elect, divided by %v for clock-rate differences)",
-			t.LeaseRead, time.Duration(float64(silence)/leaseWindowFactor), silence, leaseWindowFactor)
-	}
-	return nil
+	return leadership.CheckLease(t.LeaseRead, t.HeartbeatTimeout-t.Failover.WithDefaults().SilenceSlack)
 }
 
 // StatusFunc asks the server at addr for its status within timeout; the

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -363,23 +362,6 @@ func (g *Group) await(f raft.Future) error {
 	}
 }
 
-// contentTries bounds the scans Content makes for one answer: each reads
-// the whole store, and under a steady load most meet an apply.
-const contentTries = 3
-
-// Content describes the replica's store at one point of its log
-// (fsm.Content); ok is false when applies changed the store during each
-// of contentTries scans.
-func (g *Group) Content() (c fsm.Content, ok bool) {
-	for range contentTries {
-		if c, ok = g.fsm.Content(); ok {
-			return c, true
-		}
-		runtime.Gosched()
-	}
-	return c, false
-}
-
 // Status reports the replica's view of its shard, with the content digest
 // when withDigest.
 func (g *Group) Status(withDigest bool) wire.ShardStatus {
@@ -391,7 +373,7 @@ func (g *Group) Status(withDigest bool) wire.ShardStatus {
 		st.SinceContact = time.Since(last)
 	}
 	if withDigest {
-		c, ok := g.Content()
+		c, ok := g.fsm.SettledContent()
 		st.Digest, st.Keys, st.StoreIndex, st.ContentMoving = c.Digest, c.Keys, c.Index, !ok
 	}
 	st.GateEntries, st.GateHeld = g.gate.Counts()

@@ -139,7 +139,7 @@ func (s *Set) checkAgainstPeers() {
 		if g := s.Group(sh); g != nil && !g.Rebuilding() && len(g.Placement()) >= 3 {
 			r := selfcheck.Replica{Shard: sh, Dir: g.dir, Placement: g.Placement, Applied: g.raft.AppliedIndex,
 				Content: func() (uint64, uint64, int, bool) {
-					c, ok := g.Content()
+					c, ok := g.fsm.SettledContent()
 					return c.Index, c.Digest, c.Keys, ok
 				}, Stop: g.stop}
 			go func() {

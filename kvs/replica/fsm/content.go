@@ -1,6 +1,9 @@
 package fsm
 
-import "math"
+import (
+	"math"
+	"runtime"
+)
 
 // Raft hands committed entries to the state machine's goroutine and
 // counts them applied at once (raft.AppliedIndex), before Apply has run:
@@ -26,6 +29,23 @@ type Content struct {
 func (f *Machine) applied(index uint64) {
 	f.lastCommand.Store(index)
 	f.changes.Add(1)
+}
+
+// contentTries bounds the scans SettledContent makes for one answer:
+// each reads the whole store, and under a steady load most meet an apply.
+const contentTries = 3
+
+// SettledContent is Content, asked again while an apply changed the
+// store during the scan; ok is false when one did during each of
+// contentTries scans.
+func (f *Machine) SettledContent() (c Content, ok bool) {
+	for range contentTries {
+		if c, ok = f.Content(); ok {
+			return c, true
+		}
+		runtime.Gosched()
+	}
+	return c, false
 }
 
 // unknownIndex is lastCommand after a restore from a snapshot written

@@ -1,6 +1,7 @@
 package leadership
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,6 +54,21 @@ type Lease struct {
 	term    atomic.Uint64 // the term the lease was granted in
 	stopped atomic.Bool   // given up for a leadership transfer
 	fence   atomic.Int64  // entries appended before it (a reading of Now) renew nothing
+}
+
+// leaseWindowFactor is how much the lease is stretched, at most, by
+// clocks that run at different rates: CheckLease checks that the lease ×
+// leaseWindowFactor fits under the silence threshold.
+const leaseWindowFactor = 1.5
+
+// CheckLease returns an error if a lease of d is too long to be safe
+// beside silence, the silence after which followers elect.
+func CheckLease(d, silence time.Duration) error {
+	if d <= 0 || time.Duration(float64(d)*leaseWindowFactor) > silence {
+		return fmt.Errorf("replica: lease %v: want it above 0 and at most %v (the %v of silence after which followers elect, divided by %v for clock-rate differences)",
+			d, time.Duration(float64(silence)/leaseWindowFactor), silence, leaseWindowFactor)
+	}
+	return nil
 }
 
 // NewLease returns a lease that lasts d after each renewal; off, it is
